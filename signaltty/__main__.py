@@ -1,0 +1,8 @@
+"""``python -m signaltty``: same entry point as the console script."""
+
+import sys
+
+from signaltty.cli.entry import main
+
+if __name__ == "__main__":
+    sys.exit(main())
