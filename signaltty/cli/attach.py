@@ -1,0 +1,124 @@
+"""Interactive ``pane attach``: raw mode, snapshot, live output, Ctrl+] detaches.
+
+One connection streams (``subscribe`` to ``pane.exited``/``pane.closed`` + ``pane.attach``);
+a second one carries ``pane.input`` and ``pane.resize`` so a slow write never stalls the
+output stream. Spec: protocol.md §10 ``pane attach``.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import select
+import shutil
+import signal
+import sys
+import termios
+import tty
+from typing import Any
+
+from signaltty.proto.client import Client
+
+DETACH_BYTE = b"\x1d"  # Ctrl+]
+
+
+def _size() -> tuple[int, int]:
+    size = shutil.get_terminal_size((80, 24))
+    return size.columns, size.lines
+
+
+def attach(socket_path: str, pane_id: str) -> int:
+    """Attach the controlling terminal to ``pane_id``; returns the exit code.
+
+    Raises:
+        SignalttyError: the pane does not exist (from ``pane.attach``).
+    """
+    stream = Client(socket_path)
+    control = Client(socket_path)
+    stdin_fd = sys.stdin.fileno()
+    out = sys.stdout.buffer
+    is_tty = os.isatty(stdin_fd)
+    try:
+        stream.call("subscribe", {"events": ["pane.exited", "pane.closed"]})
+        cols, rows = _size() if is_tty else (None, None)
+        r = stream.call("pane.attach", {"pane_id": pane_id, "cols": cols, "rows": rows})
+        out.write(base64.b64decode(r["snapshot_b64"]))
+        out.flush()
+        if not r["live"]:
+            out.write(b"\r\n[signaltty: pane is not live; Ctrl+] not needed]\r\n")
+            out.flush()
+            return 0
+        winch = {"pending": False}
+        old_handler = signal.signal(signal.SIGWINCH, lambda *_: winch.__setitem__("pending", True))
+        saved = termios.tcgetattr(stdin_fd) if is_tty else None
+        if is_tty:
+            tty.setraw(stdin_fd)
+        try:
+            return _loop(stream, control, pane_id, stdin_fd, out, winch)
+        finally:
+            if saved is not None:
+                termios.tcsetattr(stdin_fd, termios.TCSADRAIN, saved)
+            signal.signal(signal.SIGWINCH, old_handler)
+    finally:
+        stream.close()
+        control.close()
+
+
+def _loop(
+    stream: Client, control: Client, pane_id: str, stdin_fd: int, out: Any, winch: dict[str, bool]
+) -> int:
+    stdin_open = True
+    while True:
+        if winch["pending"]:
+            winch["pending"] = False
+            cols, rows = _size()
+            control.call("pane.resize", {"pane_id": pane_id, "cols": cols, "rows": rows})
+        while stream.events:
+            if _handle(stream.events.popleft(), pane_id, out):
+                return 0
+        fds = [stream.fileno()] + ([stdin_fd] if stdin_open else [])
+        try:
+            ready, _, _ = select.select(fds, [], [], 0.5)
+        except InterruptedError:
+            continue
+        if stream.fileno() in ready:
+            ev = stream.read_message()
+            if ev is None:
+                out.write(b"\r\n[signaltty: server closed the connection]\r\n")
+                out.flush()
+                return 1
+            if ev.get("type") == "event" and _handle(ev, pane_id, out):
+                return 0
+        if stdin_open and stdin_fd in ready:
+            data = os.read(stdin_fd, 4096)
+            if not data:
+                stdin_open = False
+                continue
+            cut = data.find(DETACH_BYTE)
+            if cut >= 0:
+                if cut:
+                    _send(control, pane_id, data[:cut])
+                out.write(b"\r\n[signaltty: detached]\r\n")
+                out.flush()
+                return 0
+            _send(control, pane_id, data)
+
+
+def _send(control: Client, pane_id: str, data: bytes) -> None:
+    control.call("pane.input", {"pane_id": pane_id, "data_b64": base64.b64encode(data).decode()})
+
+
+def _handle(ev: dict[str, Any], pane_id: str, out: Any) -> bool:
+    """Write output; return True when the pane ended."""
+    payload = ev.get("payload") or {}
+    name = ev.get("event")
+    if name == "pty.data" and payload.get("pane_id") == pane_id:
+        out.write(base64.b64decode(payload["data_b64"]))
+        out.flush()
+        return False
+    if name in ("pane.exited", "pane.closed") and payload.get("pane_id") == pane_id:
+        what = f"exited (code {payload.get('code')})" if name == "pane.exited" else "closed"
+        out.write(f"\r\n[signaltty: pane {what}]\r\n".encode())
+        out.flush()
+        return True
+    return False

@@ -1,0 +1,441 @@
+"""The ``signaltty`` command tree (every command except the hook fast path).
+
+Exit codes (protocol.md §10): 0 success; 1 error; 2 usage error; 124 when ``wait`` or
+``pane wait-output`` time out. Server errors print ``signaltty: server error CODE: message``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from signaltty import __version__
+from signaltty.cli import render
+from signaltty.proto.client import Client, ConnectError, default_socket
+from signaltty.proto.constants import PROTOCOL
+from signaltty.proto.envelope import SignalttyError
+
+EXIT_TIMEOUT = 124
+
+
+class CliError(Exception):
+    """A client-side failure with a message and an exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _command(rest: list[str]) -> list[str] | None:
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    return rest or None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print raw JSON results")
+    common.add_argument("--socket", default=argparse.SUPPRESS, help="daemon socket path")
+
+    ap = argparse.ArgumentParser(prog="signaltty", description="Supervise AI coding agents in PTYs.")
+    ap.add_argument("--version", action="version", version=f"signaltty {__version__} ({PROTOCOL})")
+    ap.add_argument("--json", action="store_true", default=False)
+    ap.add_argument("--socket", default=None)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    d = sub.add_parser("daemon", parents=[common], help="run the server")
+    d.add_argument("--detach", action="store_true")
+    d.add_argument("--state-dir")
+    d.add_argument("--agents-dir")
+    d.add_argument("--config")
+    d.add_argument("--log-level")
+
+    sub.add_parser("status", parents=[common], help="server status")
+    sub.add_parser("schema", parents=[common], help="protocol schema")
+    s = sub.add_parser("shutdown", parents=[common], help="stop the server")
+    s.add_argument("--force", action="store_true")
+
+    n = sub.add_parser("new", parents=[common], help="new workspace + pane")
+    n.add_argument("--name")
+    n.add_argument("--cwd")
+    n.add_argument("--agent")
+    n.add_argument("--prompt")
+    n.add_argument("--bypass", action="store_true")
+    n.add_argument("cmd_argv", nargs=argparse.REMAINDER)
+
+    w = sub.add_parser("workspace", parents=[common], help="workspaces").add_subparsers(dest="sub", required=True)
+    w.add_parser("list", parents=[common])
+    w.add_parser("get", parents=[common]).add_argument("id")
+    r = w.add_parser("rename", parents=[common])
+    r.add_argument("id")
+    r.add_argument("name")
+    c = w.add_parser("close", parents=[common])
+    c.add_argument("id")
+    c.add_argument("--signal")
+
+    pn = sub.add_parser("pane", parents=[common], help="panes").add_subparsers(dest="sub", required=True)
+    sp = pn.add_parser("spawn", parents=[common])
+    sp.add_argument("--workspace", required=True)
+    sp.add_argument("--cwd")
+    sp.add_argument("--agent")
+    sp.add_argument("--hint")
+    sp.add_argument("--label")
+    sp.add_argument("--parent-pane")
+    sp.add_argument("--relationship", choices=["fork", "subagent"])
+    sp.add_argument("--cols", type=int)
+    sp.add_argument("--rows", type=int)
+    sp.add_argument("cmd_argv", nargs=argparse.REMAINDER)
+    sl = pn.add_parser("split", parents=[common])
+    sl.add_argument("id")
+    sl.add_argument("--cwd")
+    sl.add_argument("--agent")
+    sl.add_argument("--label")
+    sl.add_argument("cmd_argv", nargs=argparse.REMAINDER)
+    ls = pn.add_parser("list", parents=[common])
+    ls.add_argument("--workspace")
+    ls.add_argument("--live", action="store_true", default=None)
+    ls.add_argument("--exited", dest="live", action="store_false")
+    pn.add_parser("get", parents=[common]).add_argument("id")
+    pi = pn.add_parser("input", parents=[common])
+    pi.add_argument("id")
+    g = pi.add_mutually_exclusive_group(required=True)
+    g.add_argument("--data")
+    g.add_argument("--stdin", action="store_true")
+    rz = pn.add_parser("resize", parents=[common])
+    rz.add_argument("id")
+    rz.add_argument("--cols", type=int, required=True)
+    rz.add_argument("--rows", type=int, required=True)
+    sg = pn.add_parser("signal", parents=[common])
+    sg.add_argument("id")
+    sg.add_argument("--signal", default="INT")
+    sg.add_argument("--group", action="store_true")
+    rd = pn.add_parser("read", parents=[common])
+    rd.add_argument("id")
+    rd.add_argument("--mode", choices=["screen", "tail"])
+    rd.add_argument("--lines", type=int)
+    rd.add_argument("--raw", action="store_true", help="raw output ring, escape sequences kept")
+    wo = pn.add_parser("wait-output", parents=[common])
+    wo.add_argument("id")
+    wo.add_argument("--match", required=True)
+    wo.add_argument("--regex", action="store_true")
+    wo.add_argument("--new-only", action="store_true")
+    wo.add_argument("--timeout", type=float)
+    pn.add_parser("attach", parents=[common]).add_argument("id")
+    for name in ("close", "mark-seen"):
+        x = pn.add_parser(name, parents=[common])
+        x.add_argument("id")
+        if name == "close":
+            x.add_argument("--signal")
+
+    nt = sub.add_parser("notify", parents=[common], help="post a notification")
+    nt.add_argument("--title", required=True)
+    nt.add_argument("--body")
+    nt.add_argument("--pane")
+    nt.add_argument("--severity", choices=["info", "warning", "error"])
+
+    sb = sub.add_parser("subscribe", parents=[common], help="print events")
+    sb.add_argument("--events")
+    sb.add_argument("--from-seq", type=int)
+
+    wt = sub.add_parser("wait", parents=[common], help="wait for a pane state")
+    wt.add_argument("--pane", required=True)
+    wt.add_argument("--until", required=True)
+    wt.add_argument("--after-baseline")
+    wt.add_argument("--timeout", type=float)
+
+    fc = sub.add_parser("focus", parents=[common]).add_subparsers(dest="sub", required=True)
+    fn = fc.add_parser("next-unread", parents=[common])
+    fn.add_argument("--attach", action="store_true")
+
+    at = sub.add_parser("attention", parents=[common], help="panes that need you")
+    at.add_argument("--limit", type=int)
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    """Parse ``argv`` and run one command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except CliError as exc:
+        print(f"signaltty: {exc}", file=sys.stderr)
+        return exc.code
+    except SignalttyError as exc:
+        print(f"signaltty: server error {exc.code}: {exc.message}", file=sys.stderr)
+        if exc.code == "TIMEOUT" and args.cmd in ("wait",) or (args.cmd == "pane" and getattr(args, "sub", "") == "wait-output" and exc.code == "TIMEOUT"):
+            return EXIT_TIMEOUT
+        return 1
+    except ConnectError as exc:
+        print(
+            f"signaltty: {exc.strerror} (is the daemon running? start it with "
+            "`signaltty daemon --detach`)",
+            file=sys.stderr,
+        )
+        return 1
+    except (ConnectionError, BrokenPipeError):
+        print("signaltty: the server closed the connection", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _client(args: argparse.Namespace) -> Client:
+    return Client(default_socket(args.socket))
+
+
+def _out(args: argparse.Namespace, result: Any, human: str | None = None) -> int:
+    if args.json or human is None:
+        print(render.dumps(result))
+    elif human:
+        print(human)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    cmd = args.cmd
+    if cmd == "daemon":
+        return _daemon(args)
+    with _client(args) as cl:
+        if cmd == "status":
+            r = cl.call("server.status")
+            return _out(args, r, render.status(r))
+        if cmd == "schema":
+            return _out(args, cl.call("server.schema"))
+        if cmd == "shutdown":
+            r = cl.call("server.shutdown", {"force": True if args.force else None})
+            return _out(args, r, "server stopping")
+        if cmd == "new":
+            return _new(args, cl)
+        if cmd == "workspace":
+            return _workspace(args, cl)
+        if cmd == "pane":
+            return _pane(args, cl)
+        if cmd == "notify":
+            pane = args.pane or os.environ.get("SIGNALTTY_PANE") or None
+            r = cl.call(
+                "notify", {"pane_id": pane, "title": args.title, "body": args.body, "severity": args.severity}
+            )
+            return _out(args, r, r["notification"]["id"])
+        if cmd == "subscribe":
+            return _subscribe(args, cl)
+        if cmd == "wait":
+            return _wait(args, cl)
+        if cmd == "focus":
+            r = cl.call("focus.next_unread")
+            if args.attach and r.get("pane_id"):
+                from signaltty.cli.attach import attach
+
+                return attach(cl.path, r["pane_id"])
+            return _out(args, r, r.get("pane_id") or "(none)")
+        if cmd == "attention":
+            r = cl.call("attention.pending", {"limit": args.limit})
+            human = "\n".join(render.attention_line(a) for a in r["panes"]) or "(nothing needs you)"
+            return _out(args, r, human)
+    raise CliError(f"unknown command {cmd}", 2)
+
+
+def _daemon(args: argparse.Namespace) -> int:
+    socket_flag = args.socket
+    if args.detach:
+        return _detach(args)
+    from signaltty.server.daemon import run_daemon
+
+    return run_daemon(
+        socket_flag=socket_flag,
+        state_dir_flag=args.state_dir,
+        config_flag=args.config,
+        agents_dir_flag=args.agents_dir,
+        log_level=args.log_level,
+    )
+
+
+def _detach(args: argparse.Namespace) -> int:
+    """``daemon --detach`` (desktop-and-service.md §2.1)."""
+    from signaltty.system import paths
+
+    sock = default_socket(args.socket)
+    status = _try_status(sock)
+    if status is not None:
+        return _out(args, status, f"server already running on {sock}")
+    state = paths.state_dir(args.state_dir)
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "signaltty", "daemon"]
+    for flag, value in (
+        ("--socket", args.socket),
+        ("--state-dir", args.state_dir),
+        ("--agents-dir", args.agents_dir),
+        ("--config", args.config),
+        ("--log-level", args.log_level),
+    ):
+        if value:
+            cmd += [flag, value]
+    out_path = state / "daemon.out"
+    with open(out_path, "ab") as out, open(os.devnull, "rb") as devnull:
+        subprocess.Popen(cmd, stdin=devnull, stdout=out, stderr=out, start_new_session=True, close_fds=True)
+    for _ in range(50):
+        time.sleep(0.1)
+        status = _try_status(sock)
+        if status is not None:
+            return _out(args, status, f"server started on {sock} (log: {state / 'signaltty.log'})")
+    raise CliError(f"server did not start; see {out_path}")
+
+
+def _try_status(sock: str) -> dict[str, Any] | None:
+    try:
+        with Client(sock, timeout=1.0) as cl:
+            return cl.call("server.status")
+    except (OSError, SignalttyError, ValueError):
+        return None
+
+
+def _new(args: argparse.Namespace, cl: Client) -> int:
+    argv = _command(args.cmd_argv)
+    if argv is None and args.agent is None:
+        argv = [os.environ.get("SHELL") or "sh"]
+    ws = cl.call("workspace.create", {"name": args.name, "cwd": args.cwd or os.getcwd()})["workspace"]
+    try:
+        r = cl.call(
+            "pane.spawn",
+            {
+                "workspace_id": ws["id"],
+                "argv": argv if args.agent is None else None,
+                "agent": args.agent,
+                "prompt": args.prompt,
+                "bypass": True if args.bypass else None,
+            },
+        )
+    except SignalttyError:
+        cl.call("workspace.close", {"workspace_id": ws["id"]})
+        raise
+    out: dict[str, Any] = {"workspace_id": ws["id"], "handle": ws["handle"], "pane_id": r["pane"]["id"]}
+    if r.get("integration") is not None:
+        out["integration"] = r["integration"]
+    return _out(args, out, f"{r['pane']['id']}  (workspace {ws['handle']})")
+
+
+def _workspace(args: argparse.Namespace, cl: Client) -> int:
+    sub = args.sub
+    if sub == "list":
+        r = cl.call("workspace.list")
+        return _out(args, r, "\n".join(render.workspace_line(w) for w in r["workspaces"]) or "(no workspaces)")
+    if sub == "get":
+        r = cl.call("workspace.get", {"workspace_id": args.id})
+        human = "\n".join([render.workspace_line(r["workspace"])] + ["  " + render.pane_line(p) for p in r["panes"]])
+        return _out(args, r, human)
+    if sub == "rename":
+        r = cl.call("workspace.rename", {"workspace_id": args.id, "name": args.name})
+        return _out(args, r, render.workspace_line(r["workspace"]))
+    r = cl.call("workspace.close", {"workspace_id": args.id, "signal": args.signal})
+    return _out(args, r, "closed")
+
+
+def _pane(args: argparse.Namespace, cl: Client) -> int:
+    sub = args.sub
+    if sub == "spawn":
+        argv = _command(args.cmd_argv)
+        if argv is None and args.agent is None:
+            argv = [os.environ.get("SHELL") or "sh"]
+        r = cl.call(
+            "pane.spawn",
+            {
+                "workspace_id": args.workspace,
+                "argv": argv if args.agent is None else None,
+                "agent": args.agent,
+                "cwd": args.cwd,
+                "agent_hint": args.hint,
+                "label": args.label,
+                "parent_pane_id": args.parent_pane,
+                "relationship": args.relationship,
+                "cols": args.cols,
+                "rows": args.rows,
+            },
+        )
+        return _out(args, r, r["pane"]["id"])
+    if sub == "split":
+        argv = _command(args.cmd_argv)
+        r = cl.call(
+            "pane.split",
+            {"pane_id": args.id, "argv": argv, "agent": args.agent, "cwd": args.cwd, "label": args.label},
+        )
+        return _out(args, r, r["pane"]["id"])
+    if sub == "list":
+        r = cl.call("pane.list", {"workspace_id": args.workspace, "live": args.live})
+        return _out(args, r, "\n".join(render.pane_line(p) for p in r["panes"]) or "(no panes)")
+    if sub == "get":
+        r = cl.call("pane.get", {"pane_id": args.id})
+        return _out(args, r, render.pane_detail(r))
+    if sub == "input":
+        data = sys.stdin.buffer.read() if args.stdin else args.data.encode()
+        r = cl.call("pane.input", {"pane_id": args.id, "data_b64": base64.b64encode(data).decode()})
+        return _out(args, r, "")
+    if sub == "resize":
+        r = cl.call("pane.resize", {"pane_id": args.id, "cols": args.cols, "rows": args.rows})
+        return _out(args, r, "")
+    if sub == "signal":
+        r = cl.call("pane.signal", {"pane_id": args.id, "signal": args.signal, "group": args.group or None})
+        return _out(args, r, "")
+    if sub == "read":
+        params: dict[str, Any] = {"pane_id": args.id, "mode": args.mode, "lines": args.lines}
+        if args.raw:
+            params["strip_ansi"] = False
+        r = cl.call("pane.read", params)
+        if args.json:
+            return _out(args, r)
+        sys.stdout.write(r["text"] + ("" if r["text"].endswith("\n") or not r["text"] else "\n"))
+        return 0
+    if sub == "wait-output":
+        r = cl.call(
+            "pane.wait_for_output",
+            {
+                "pane_id": args.id,
+                "match": args.match,
+                "regex": args.regex or None,
+                "new_only": args.new_only or None,
+                "timeout_s": args.timeout,
+            },
+        )
+        return _out(args, r, r["matched_line"])
+    if sub == "attach":
+        from signaltty.cli.attach import attach
+
+        return attach(cl.path, args.id)
+    if sub == "close":
+        r = cl.call("pane.close", {"pane_id": args.id, "signal": args.signal})
+        return _out(args, r, "")
+    r = cl.call("pane.mark_seen", {"pane_id": args.id})
+    return _out(args, r, "")
+
+
+def _subscribe(args: argparse.Namespace, cl: Client) -> int:
+    events = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else None
+    r = cl.call("subscribe", {"events": events, "from_seq": args.from_seq})
+    if not r.get("subscribed"):
+        _out(args, r, f"not subscribed: {r.get('replay', {}).get('status')}")
+        return 1
+    if args.json:
+        print(render.dumps(r), flush=True)
+    while True:
+        ev = cl.next_event()
+        if ev is None:
+            return 0
+        print(render.dumps(ev) if args.json else render.event_line(ev), flush=True)
+
+
+def _wait(args: argparse.Namespace, cl: Client) -> int:
+    until: Any = [u.strip() for u in args.until.split(",") if u.strip()]
+    if len(until) == 1:
+        until = until[0]
+    after = None
+    if args.after_baseline:
+        try:
+            after = json.loads(args.after_baseline)
+        except ValueError as exc:
+            raise CliError(f"--after-baseline is not JSON: {exc}") from None
+    r = cl.call("wait", {"pane_id": args.pane, "until": until, "after": after, "timeout_s": args.timeout})
+    return _out(args, r, f"{r['outcome']} ({r['lifecycle']}/{r['attention']})")

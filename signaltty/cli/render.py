@@ -1,0 +1,71 @@
+"""Human-readable output for CLI results (pure formatting; the CLI prints it)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def dumps(obj: Any) -> str:
+    """Compact-but-readable JSON for ``--json`` output (one object per line)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def pane_line(p: dict[str, Any]) -> str:
+    """One pane: id, lifecycle/attention, live state, title, label."""
+    live = p.get("live") or {}
+    state = "live" if live.get("state") == "live" else f"exited({live.get('code')})"
+    label = f" [{p['label']}]" if p.get("label") else ""
+    msg = f" — {p['last_message']}" if p.get("last_message") else ""
+    return (
+        f"{p['id']}  {p['lifecycle']}/{p['attention']}  {state:<11} {p.get('restore_state', '')} "
+        f"{p.get('title', '')}{label}{msg}"
+    )
+
+
+def workspace_line(w: dict[str, Any]) -> str:
+    return f"{w['id']}  {w['handle']:<20} {w['name']}  ({len(w.get('pane_ids') or [])} panes)  {w['cwd']}"
+
+
+def status(r: dict[str, Any]) -> str:
+    lines = [
+        f"signaltty {r['version']} ({r['protocol']}) pid {r['pid']}, up {r['uptime_s']:.0f} s",
+        f"socket     {r['socket']}",
+        f"state dir  {r['state_dir']}",
+        f"workspaces {r['workspaces']}, panes {r['panes']} ({r['live_panes']} live), seq {r['seq']}",
+    ]
+    if r.get("config_error"):
+        lines.append(f"config error: {r['config_error']}")
+    return "\n".join(lines)
+
+
+def pane_detail(r: dict[str, Any]) -> str:
+    p = r["pane"]
+    agent = p.get("agent") or {}
+    lines = [
+        pane_line(p),
+        f"  workspace {p['workspace_id']}  kind {agent.get('kind')}  argv {' '.join(p.get('argv') or [])}",
+        f"  cwd {p['cwd']}  size {p['pty_size']['cols']}x{p['pty_size']['rows']}",
+    ]
+    dec = p.get("pending_decision")
+    if dec:
+        lines.append("  pending decision:")
+        lines += ["    " + line for line in str(dec.get("prompt", "")).splitlines()]
+        if dec.get("answerable"):
+            lines += [f"    {o['id']} — {o['label']}" for o in dec.get("options") or []]
+        else:
+            lines.append("    (read-only: answer in the terminal)")
+    return "\n".join(lines)
+
+
+def attention_line(a: dict[str, Any]) -> str:
+    label = f" [{a['label']}]" if a.get("label") else ""
+    msg = f" — {a['last_message']}" if a.get("last_message") else ""
+    return f"{a['attention']:<19} {a['pane_id']}  {a['lifecycle']:<8} {a.get('title', '')}{label}{msg}"
+
+
+def event_line(ev: dict[str, Any]) -> str:
+    payload = ev.get("payload") or {}
+    pane = payload.get("pane_id") or (payload.get("pane") or {}).get("id") or ""
+    rest = {k: v for k, v in payload.items() if k not in ("pane_id", "pane", "workspace")}
+    return f"{ev.get('seq', '-'):>6} {ev['event']:<22} {pane} {dumps(rest) if rest else ''}".rstrip()

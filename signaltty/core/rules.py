@@ -1,0 +1,367 @@
+"""Transition rules: pane state + stimulus → effects (pure, stdlib only; Spec: states.md §1–§4).
+
+Every function here takes the pane record, the stimulus and ``now`` (wall-clock seconds read
+once by the store), updates the record in place and returns the effects in emission order.
+Nothing here reads a clock, touches a file or knows about asyncio; ``server/store.py`` is the
+only caller that applies the effects (assigns ``seq``, publishes events, keeps notifications).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from signaltty.core.limits import MAX_LAST_MESSAGE, MAX_TITLE
+from signaltty.core.model import Decision, Notification, Pane
+from signaltty.core.sanitize import sanitize_text
+from signaltty.core.states import (
+    ATTENTION_RANK,
+    SEVERITY_ATTENTION,
+    SEVERITY_CAUSE,
+    Attention,
+    Lifecycle,
+    RestoreState,
+)
+
+AGENT_KINDS = frozenset({"claude", "codex", "opencode", "cursor", "pi"})
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """A state event to publish (protocol.md §7); the store assigns its ``seq``."""
+
+    event: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """Input of the desktop notification policy (states.md §7); not on the wire."""
+
+    pane_id: str | None
+    cause: str
+    severity: str
+    title: str | None = None
+    body: str | None = None
+    decision_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AddNotification:
+    """Keep a Notification record (newest 200) and emit ``notification.created``."""
+
+    notification: Notification
+
+
+@dataclass(frozen=True, slots=True)
+class MarkNotificationsRead:
+    """Set ``read_at`` on every unread notification of a pane (states.md §3.10)."""
+
+    pane_id: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRoute:
+    """End a native permission waiter without a verdict (states.md §3.5 step 6)."""
+
+    decision_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MarkDirty:
+    """A persisted field changed without an event of its own (e.g. ``last_seen_at``)."""
+
+
+Effect = Emit | Alert | AddNotification | MarkNotificationsRead | CancelRoute | MarkDirty
+
+
+@dataclass(slots=True)
+class NotificationInput:
+    """A notification stimulus after sanitizing (OSC 9/99/777, ``notify``, hook)."""
+
+    id: str
+    title: str | None
+    body: str | None
+    severity: str = "info"
+    source: str = "cli"
+    attention_source: str = "notify"
+    workspace_id: str | None = None
+    extra_effects: list[Effect] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- axis primitives
+
+
+def set_lifecycle(pane: Pane, value: Lifecycle, source: str, *, now: float) -> list[Effect]:
+    """Move the lifecycle; same-state sets emit nothing (states.md §1).
+
+    Leaving ``working`` records ``last_run_secs``.
+    """
+    prev = pane.lifecycle
+    if prev == value:
+        return []
+    if prev == Lifecycle.WORKING and pane.working_since is not None:
+        pane.last_run_secs = round(max(0.0, now - pane.working_since), 3)
+    pane.working_since = now if value == Lifecycle.WORKING else None
+    pane.last_lifecycle = prev
+    pane.lifecycle = value
+    pane.lifecycle_since = now
+    pane.lifecycle_source = source
+    return [
+        Emit(
+            f"agent.{value.value}",
+            {"pane_id": pane.id, "lifecycle": value.value, "prev": prev.value, "source": source},
+        )
+    ]
+
+
+def raise_attention(
+    pane: Pane,
+    value: Attention,
+    source: str,
+    cause: str,
+    *,
+    now: float,
+    marker: str | None = None,
+    alert: Alert | None = None,
+) -> list[Effect]:
+    """Raise attention to ``max(current, value)`` (states.md §1 "Raising never lowers").
+
+    A raise that changes the value sets ``attention_since``, emits ``attention.created`` or
+    ``attention.updated`` and sets the layer marker (only for ``marker`` raises of
+    ``input_required``/``permission_required``; any other change resets it, §1.1). Every raise
+    yields an alert, changed or not.
+    """
+    effects: list[Effect] = []
+    prev = pane.attention
+    if ATTENTION_RANK[value] > ATTENTION_RANK[prev]:
+        pane.attention = value
+        pane.attention_since = now
+        pane.attention_marker = (
+            marker
+            if marker and value in (Attention.INPUT_REQUIRED, Attention.PERMISSION_REQUIRED)
+            else None
+        )
+        name = "attention.created" if prev == Attention.NONE else "attention.updated"
+        effects.append(
+            Emit(
+                name,
+                {
+                    "pane_id": pane.id,
+                    "attention": value.value,
+                    "prev": prev.value,
+                    "source": source,
+                    "cause": cause,
+                },
+            )
+        )
+    effects.append(alert or Alert(pane.id, cause, _severity_of(value)))
+    return effects
+
+
+def clear_attention(pane: Pane, reason: str) -> list[Effect]:
+    """Set attention to ``none`` and reset the marker; nothing when already ``none``."""
+    prev = pane.attention
+    pane.attention_marker = None
+    if prev == Attention.NONE:
+        return []
+    pane.attention = Attention.NONE
+    return [Emit("attention.cleared", {"pane_id": pane.id, "prev": prev.value, "reason": reason})]
+
+
+def clear_decision(pane: Pane, reason: str) -> list[Effect]:
+    """Drop the pending decision (states.md §3.9); a native one also ends its waiter."""
+    dec = pane.pending_decision
+    if dec is None:
+        return []
+    pane.pending_decision = None
+    effects: list[Effect] = []
+    if dec.native:
+        effects.append(CancelRoute(dec.id, reason))
+    effects.append(
+        Emit("decision.cleared", {"pane_id": pane.id, "decision_id": dec.id, "reason": reason})
+    )
+    return effects
+
+
+def _severity_of(value: Attention) -> str:
+    if value == Attention.ERROR:
+        return "error"
+    if value in (Attention.WARNING, Attention.INPUT_REQUIRED, Attention.PERMISSION_REQUIRED):
+        return "warning"
+    return "info"
+
+
+def compose_message(title: str | None, body: str | None) -> str | None:
+    """``last_message``: ``"<title>: <body>"`` with a title, else the body (≤ 300, states.md §3.2)."""
+    if title and body:
+        text = f"{title}: {body}"
+    else:
+        text = body or title or ""
+    text = sanitize_text(text, MAX_LAST_MESSAGE)
+    return text or None
+
+
+def _updated(pane: Pane, *changed: str) -> Emit:
+    return Emit("pane.updated", {"pane": pane.to_wire(), "changed": list(changed)})
+
+
+# ---------------------------------------------------------------- stimuli
+
+
+def on_notification(pane: Pane | None, note: NotificationInput, *, now: float) -> list[Effect]:
+    """Apply ``notify``, an OSC 9/99/777 notification or a hook notification (states.md §3.2).
+
+    With a pane: Notification record, attention raised per severity (info → unread),
+    ``last_message`` set, alert ``message``/``warning``/``error``; lifecycle untouched.
+    Without a pane: the record and a pane-less alert only.
+    """
+    record = Notification(
+        id=note.id,
+        title=note.title or "",
+        body=note.body,
+        severity=note.severity,
+        source=note.source,
+        created_at=now,
+        pane_id=pane.id if pane else None,
+        workspace_id=pane.workspace_id if pane else note.workspace_id,
+    )
+    effects: list[Effect] = [AddNotification(record)]
+    cause = SEVERITY_CAUSE.get(note.severity, "message")
+    if pane is None:
+        effects.append(Alert(None, cause, note.severity, note.title, note.body))
+        return effects
+    message = compose_message(note.title, note.body)
+    if message is not None and message != pane.last_message:
+        pane.last_message = message
+        effects.append(MarkDirty())
+    alert = Alert(pane.id, cause, note.severity, note.title, note.body)
+    effects += raise_attention(
+        pane,
+        SEVERITY_ATTENTION.get(note.severity, Attention.UNREAD),
+        note.attention_source,
+        cause,
+        now=now,
+        alert=alert,
+    )
+    return effects
+
+
+def on_bell(pane: Pane, *, now: float) -> list[Effect]:
+    """A BEL in ground state raises ``unread`` with alert ``bell`` (states.md §3.2 N5)."""
+    return raise_attention(pane, Attention.UNREAD, "bell", "bell", now=now)
+
+
+def on_title(pane: Pane, text: str) -> list[Effect]:
+    """OSC 0/1/2 title: sanitized, ≤ 200, empty ignored, ``pane.updated`` only on change."""
+    title = sanitize_text(text, MAX_TITLE)
+    pane.title_from_osc = pane.title_from_osc or bool(title)
+    if not title or title == pane.title:
+        return []
+    pane.title = title
+    return [_updated(pane, "title")]
+
+
+def on_cwd(pane: Pane, path: str, *, is_dir: bool) -> list[Effect]:
+    """OSC 7 cwd report: applied when ``path`` is an existing directory (caller checks)."""
+    if not is_dir or path == pane.cwd:
+        return []
+    pane.cwd = path
+    return [_updated(pane, "cwd")]
+
+
+def on_progress(pane: Pane, progress: dict[str, Any]) -> list[Effect]:
+    """OSC 9;4: update ``osc_progress`` only (states.md §3.4); no state change, no notification."""
+    if pane.osc_progress is not None and all(
+        pane.osc_progress.get(k) == progress.get(k) for k in ("state", "percent", "raw")
+    ):
+        pane.osc_progress = progress
+        return []
+    pane.osc_progress = progress
+    return [Emit("pane.progress", {"pane_id": pane.id, "osc_progress": progress})]
+
+
+def on_exit(pane: Pane, code: int | None, *, now: float, shutting_down: bool) -> list[Effect]:
+    """Process exit, once per process instance (states.md §3.5, table §9.3).
+
+    Args:
+        code: exit status, ``128 + N`` for a signal N, ``None`` when unknown.
+        shutting_down: exits during shutdown are not applied (E10).
+    """
+    if pane.exit_applied or shutting_down or not pane.live:
+        return []
+    pane.exit_applied = True
+    pane.live = False
+    pane.exit_code = code
+    pane.restore_state = RestoreState.EXITED
+    effects: list[Effect] = [Emit("pane.exited", {"pane_id": pane.id, "code": code})]
+    reviewed = (
+        pane.lifecycle in (Lifecycle.DONE, Lifecycle.FAILED)
+        and pane.attention == Attention.NONE
+        and pane.pending_decision is None
+    )
+    if pane.lifecycle not in (Lifecycle.DONE, Lifecycle.FAILED):
+        if pane.agent.kind in AGENT_KINDS:
+            target = Lifecycle.EXITED
+        elif code is None:
+            target = Lifecycle.EXITED
+        else:
+            target = Lifecycle.DONE if code == 0 else Lifecycle.FAILED
+        effects += set_lifecycle(pane, target, "exit", now=now)
+    if pane.attention in (Attention.INPUT_REQUIRED, Attention.PERMISSION_REQUIRED):
+        effects += clear_attention(pane, "pane_exited")
+    effects += clear_decision(pane, "pane_exited")
+    if not reviewed:
+        effects += raise_attention(pane, Attention.UNREAD, "exit", "exit", now=now)
+    pane.program_status = None
+    pane.osc_progress = None
+    pane.attention_marker = None
+    return effects
+
+
+def mark_seen(pane: Pane, reason: str, *, now: float) -> list[Effect]:
+    """``pane.mark_seen`` / attach (states.md §3.10): clears attention unless a decision is pending."""
+    pane.last_seen_at = now
+    effects: list[Effect] = [MarkDirty(), MarkNotificationsRead(pane.id, now)]
+    if pane.pending_decision is None:
+        effects += clear_attention(pane, reason)
+    return effects
+
+
+def on_close(pane: Pane) -> list[Effect]:
+    """``pane.close``: the decision is cleared (``pane_closed``), then ``pane.closed``."""
+    effects = clear_decision(pane, "pane_closed")
+    effects.append(Emit("pane.closed", {"pane_id": pane.id}))
+    return effects
+
+
+def restore(pane: Pane, *, has_resume: bool) -> None:
+    """Rules of states.md §4 for a pane read back from a snapshot (no process is started).
+
+    Live panes become exited with code ``None`` and ``RESUMABLE``/``RESTORED``; exited panes
+    ``EXITED``; lifecycle and attention are kept; native decisions become unanswerable.
+    """
+    if pane.live:
+        pane.live = False
+        pane.exit_code = None
+        pane.restore_state = RestoreState.RESUMABLE if has_resume else RestoreState.RESTORED
+    else:
+        pane.restore_state = RestoreState.EXITED
+    pane.exit_applied = True
+    pane.hooked = False
+    pane.attention_marker = None
+    dec = pane.pending_decision
+    if dec is not None and dec.native:
+        pane.pending_decision = Decision(
+            id=dec.id,
+            prompt=dec.prompt,
+            options=dec.options,
+            received_at=dec.received_at,
+            answerable=False,
+            native=True,
+            agent=dec.agent,
+            tool_name=dec.tool_name,
+            deadline=None,
+        )

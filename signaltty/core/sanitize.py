@@ -1,0 +1,142 @@
+"""Text sanitizer and ANSI stripper (pure, stdlib only; Spec: agents.md §7.7).
+
+Layer rule: ``core`` does no I/O and imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+ELLIPSIS: Final = "…"
+
+# Escape sequences in already-decoded text, tried in this order (agents.md §7.7):
+#   OSC   ESC ] … (BEL | ESC \ | U+009C), or unterminated up to the next ESC / the end
+#   DCS/SOS/PM/APC   ESC P|X|^|_ … (ESC \ | U+009C), or unterminated likewise
+#   CSI   ESC [ params intermediates final (the final is optional when malformed)
+#   other ESC [intermediates] final (charset ``ESC ( B``, ``ESC 7``, RIS ``ESC c``, stray ST)
+#   a lone ESC (e.g. followed by a multi-byte character): only the ESC goes, the
+#   character after it stays, so no text is eaten.
+# The single-code-point C1 forms (U+009B CSI, U+009D OSC, U+0090/98/9E/9F strings) are
+# code points here, not bytes of a UTF-8 character, so recognising them is safe.
+_ANSI_RE: Final = re.compile(
+    r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]*(?:\x1b\\|\x9c)?"
+    r"|(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
+    r"|\x1b[\x20-\x2f]*[\x30-\x7e]?"
+)
+_ANSI_START: Final = re.compile(r"[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
+
+# Invisible format characters that can spoof what a reader sees (agents.md §7.7 lists
+# U+200B–U+200F, U+202A–U+202E, U+2066–U+2069 and U+FEFF; the rest are the same kind:
+# Arabic letter mark, Mongolian vowel separator, soft hyphen, word joiner and invisible
+# operators, deprecated format controls, interlinear annotations, tag characters used for
+# "ASCII smuggling"), plus lone surrogates, which cannot be encoded as UTF-8 on the wire.
+_INVISIBLE_RANGES: Final = (
+    (0x00AD, 0x00AD),
+    (0x061C, 0x061C),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0xD800, 0xDFFF),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0xE0000, 0xE007F),
+)
+# Whitespace-like controls: a space in one-line text, a newline in multi-line text.
+_LINE_BREAKS: Final = "\n\x0b\x0c\r\x85\u2028\u2029"
+
+
+def _table(*, multiline: bool) -> dict[int, str | None]:
+    """Build a ``str.translate`` table: controls and invisible characters → kept/space/None."""
+    table: dict[int, str | None] = {}
+    for cp in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]:
+        table[cp] = None
+    for lo, hi in _INVISIBLE_RANGES:
+        for cp in range(lo, hi + 1):
+            table[cp] = None
+    if multiline:
+        del table[ord("\n")]
+        del table[ord("\t")]
+        for ch in "\x0b\x0c\x85\u2028\u2029":
+            table[ord(ch)] = "\n"
+        # "\r\n" and a lone "\r" both lose the CR (a lone CR is a carriage return, not a line).
+        table[ord("\r")] = None
+    else:
+        for ch in _LINE_BREAKS + "\t":
+            table[ord(ch)] = " "
+    return table
+
+
+_ONE_LINE: Final = _table(multiline=False)
+_MULTI_LINE: Final = _table(multiline=True)
+
+
+def strip_ansi(text: str) -> str:
+    """Remove terminal escape sequences from decoded text, keeping everything else.
+
+    Args:
+        text: decoded text, possibly holding CSI/OSC/DCS/charset sequences.
+
+    Returns:
+        ``text`` without escape sequences; other control characters are kept.
+
+    Raises:
+        Nothing.
+
+    Spec: agents.md §7.7 (``strip_ansi`` for reads).
+    """
+    if _ANSI_START.search(text) is None:
+        return text
+    return _ANSI_RE.sub("", text)
+
+
+def cut(text: str, limit: int) -> str:
+    """Cap ``text`` to ``limit`` characters, ending with "…" when something was cut.
+
+    Args:
+        text: text to cap.
+        limit: maximum length in characters (code points), at least 1.
+
+    Returns:
+        ``text`` itself when ``len(text) <= limit``, else a prefix plus "…" whose total
+        length is at most ``limit``.
+
+    Raises:
+        ValueError: ``limit`` < 1 (a programming error, never a wire error).
+
+    Spec: agents.md §7.7 ("cap … with …").
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1].rstrip() + ELLIPSIS
+
+
+def sanitize_text(text: str, limit: int, *, multiline: bool = False) -> str:
+    """Make untrusted text safe to show: no escapes, controls or spoofing characters.
+
+    Steps: strip escape sequences; drop C0/C1 controls and invisible format characters
+    (bidi overrides/isolates, zero-width characters, BOM, tag characters); in one-line
+    text turn newlines/tabs into spaces and collapse whitespace runs, in multi-line text
+    keep ``\\n`` and ``\\t`` (``\\r`` is dropped); trim; cap with :func:`cut`.
+
+    Args:
+        text: decoded, untrusted text.
+        limit: maximum length in characters, at least 1 (use ``core.limits``).
+        multiline: keep line breaks and tabs (notification bodies, messages).
+
+    Returns:
+        The sanitized text, ``len <= limit``; may be empty.
+
+    Raises:
+        ValueError: ``limit`` < 1.
+
+    Spec: agents.md §7.7; states.md §3.2.
+    """
+    if not text.isprintable():  # fast path: printable text has no controls or Cf chars
+        text = strip_ansi(text).translate(_MULTI_LINE if multiline else _ONE_LINE)
+    text = text.strip() if multiline else " ".join(text.split())
+    return cut(text, limit)

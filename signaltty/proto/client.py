@@ -1,0 +1,208 @@
+"""Clients of the ``signaltty/1`` socket: a blocking one and an asyncio one (stdlib only).
+
+The blocking client is what the CLI and the hook fast path use, so this module must not import
+anything outside the standard library and ``signaltty.proto``/``signaltty.system.paths``.
+Spec: protocol.md §1–§3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import socket
+from collections import deque
+from typing import Any
+
+from signaltty.proto import envelope
+from signaltty.proto.envelope import SignalttyError
+
+_ids = itertools.count(1)
+
+
+def default_socket(flag: str | None = None) -> str:
+    """Resolve the socket path like the daemon does (desktop-and-service.md §1)."""
+    from signaltty.system.paths import socket_path
+
+    return str(socket_path(flag))
+
+
+class ConnectError(OSError):
+    """The daemon's socket could not be reached (no daemon, wrong path, refused)."""
+
+
+class Client:
+    """Blocking JSONL client on one Unix-socket connection.
+
+    Args:
+        path: socket path.
+        timeout: seconds for connect; ``None`` blocks forever on reads.
+
+    Raises:
+        ConnectError: the socket is missing or refuses the connection.
+    """
+
+    def __init__(self, path: str, timeout: float | None = 5.0) -> None:
+        self.path = path
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(path)
+        except OSError as exc:
+            self._sock.close()
+            raise ConnectError(exc.errno, f"cannot connect to {path}: {exc.strerror}") from exc
+        self._sock.settimeout(None)
+        self._buf = bytearray()
+        self.events: deque[dict[str, Any]] = deque()
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._sock.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def fileno(self) -> int:
+        """The socket's fd (for ``select``)."""
+        return self._sock.fileno()
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> str:
+        """Send a request without waiting; return its id."""
+        req_id = f"c{os.getpid()}-{next(_ids)}"
+        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        self._sock.sendall(envelope.encode(envelope.request(req_id, method, clean)))
+        return req_id
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send a request and return its ``result``; events read meanwhile go to ``events``.
+
+        Raises:
+            SignalttyError: the server answered ``ok: false``.
+            ConnectionError: the server closed the connection before answering.
+        """
+        req_id = self.send(method, params)
+        while True:
+            msg = self.read_message()
+            if msg is None:
+                raise ConnectionError("server closed the connection")
+            if msg.get("type") == "event":
+                self.events.append(msg)
+                continue
+            if msg.get("id") not in (req_id, "?"):
+                continue
+            if msg.get("ok"):
+                return dict(msg.get("result") or {})
+            raise envelope.error_from_wire(msg.get("error") or {})
+
+    def read_message(self, timeout: float | None = None) -> dict[str, Any] | None:
+        """Read the next envelope; ``None`` on EOF.
+
+        Raises:
+            TimeoutError: nothing complete arrived within ``timeout`` seconds.
+        """
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self._buf[:nl])
+                del self._buf[: nl + 1]
+                return dict(json.loads(line))
+            self._sock.settimeout(timeout)
+            try:
+                chunk = self._sock.recv(1 << 16)
+            except socket.timeout:
+                raise TimeoutError("no message") from None
+            finally:
+                self._sock.settimeout(None)
+            if not chunk:
+                return None
+            self._buf += chunk
+
+    def next_event(self, timeout: float | None = None) -> dict[str, Any] | None:
+        """Return the next event envelope (queued ones first); ``None`` on EOF."""
+        if self.events:
+            return self.events.popleft()
+        while True:
+            msg = self.read_message(timeout)
+            if msg is None or msg.get("type") == "event":
+                return msg
+
+
+class AsyncClient:
+    """asyncio JSONL client; use ``await AsyncClient.connect(path)``."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self.events: deque[dict[str, Any]] = deque()
+
+    @classmethod
+    async def connect(cls, path: str) -> AsyncClient:
+        """Open a connection to ``path``."""
+        reader, writer = await asyncio.open_unix_connection(path, limit=1 << 25)
+        return cls(reader, writer)
+
+    async def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._writer.close()
+        try:
+            await self._writer.wait_closed()
+        except OSError:
+            pass
+
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> str:
+        """Send a request without waiting for its response; return its id."""
+        req_id = f"a{os.getpid()}-{next(_ids)}"
+        self._writer.write(envelope.encode(envelope.request(req_id, method, params)))
+        await self._writer.drain()
+        return req_id
+
+    async def send_raw(self, data: bytes) -> None:
+        """Write raw bytes (tests of bad input)."""
+        self._writer.write(data)
+        await self._writer.drain()
+
+    async def read_message(self) -> dict[str, Any] | None:
+        """Read the next envelope; ``None`` on EOF."""
+        line = await self._reader.readline()
+        if not line:
+            return None
+        return dict(json.loads(line))
+
+    async def response(self, req_id: str) -> dict[str, Any]:
+        """Read until the response for ``req_id`` (events are queued); raw envelope."""
+        while True:
+            msg = await self.read_message()
+            if msg is None:
+                raise ConnectionError("server closed the connection")
+            if msg.get("type") == "event":
+                self.events.append(msg)
+                continue
+            if msg.get("id") in (req_id, "?"):
+                return msg
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Request and return ``result``.
+
+        Raises:
+            SignalttyError: ``ok: false``.
+        """
+        msg = await self.response(await self.send(method, params))
+        if msg.get("ok"):
+            return dict(msg.get("result") or {})
+        raise envelope.error_from_wire(msg.get("error") or {})
+
+    async def next_event(self) -> dict[str, Any] | None:
+        """Next event envelope (queued first); ``None`` on EOF."""
+        if self.events:
+            return self.events.popleft()
+        while True:
+            msg = await self.read_message()
+            if msg is None or msg.get("type") == "event":
+                return msg
+
+
+__all__ = ["AsyncClient", "Client", "ConnectError", "SignalttyError", "default_socket"]

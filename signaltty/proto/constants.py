@@ -1,0 +1,132 @@
+"""Wire constants of ``signaltty/1``: methods, events, error codes (stdlib only; Spec: protocol.md).
+
+``server.schema`` returns these lists and the router dispatches on ``METHODS``, so the two can
+never drift apart.
+"""
+
+from typing import Final
+
+PROTOCOL: Final = "signaltty/1"
+
+# protocol.md §5 (tier 1). Tier 2 names are added as their issues land.
+METHODS: Final[tuple[str, ...]] = (
+    "server.status",
+    "server.schema",
+    "server.shutdown",
+    "workspace.create",
+    "workspace.list",
+    "workspace.get",
+    "workspace.rename",
+    "workspace.close",
+    "pane.spawn",
+    "pane.split",
+    "pane.list",
+    "pane.get",
+    "pane.input",
+    "pane.resize",
+    "pane.signal",
+    "pane.read",
+    "pane.wait_for_output",
+    "pane.attach",
+    "pane.detach",
+    "pane.close",
+    "pane.mark_seen",
+    "notify",
+    "subscribe",
+    "wait",
+    "focus.next_unread",
+    "attention.pending",
+)
+
+# Calls that hold the connection until they finish (protocol.md §3 "single-flight calls").
+SINGLE_FLIGHT: Final[frozenset[str]] = frozenset(
+    {"wait", "pane.wait_for_output", "pane.submit", "hook-event"}
+)
+
+# protocol.md §10: reserved for tier 3, answered with UNKNOWN_METHOD.
+RESERVED_PREFIXES: Final[tuple[str, ...]] = ("worktree.", "tab.", "task.", "plugin.")
+RESERVED_METHODS: Final[frozenset[str]] = frozenset(
+    {
+        "workspace.refresh_git",
+        "workspace.diff",
+        "workspace.file_diff",
+        "layout.export",
+        "layout.apply",
+        "pane.swap",
+        "pane.rename",
+        "pane.move",
+        "pane.clear",
+    }
+)
+
+LIFECYCLE_EVENTS: Final[tuple[str, ...]] = (
+    "agent.working",
+    "agent.blocked",
+    "agent.done",
+    "agent.failed",
+    "agent.idle",
+    "agent.unknown",
+    "agent.exited",
+)
+
+# protocol.md §7.
+EVENTS: Final[tuple[str, ...]] = (
+    "workspace.created",
+    "workspace.updated",
+    "workspace.closed",
+    "pane.created",
+    "pane.updated",
+    "pane.resized",
+    "pane.exited",
+    "pane.closed",
+    "pane.progress",
+    "pane.program_status",
+    *LIFECYCLE_EVENTS,
+    "attention.created",
+    "attention.updated",
+    "attention.cleared",
+    "decision.created",
+    "decision.answered",
+    "decision.cleared",
+    "notification.created",
+    "agents.reloaded",
+    "server.will_shutdown",
+    "pty.data",
+)
+
+# protocol.md §8.
+CODES: Final[tuple[str, ...]] = (
+    "BAD_PROTOCOL",
+    "UNKNOWN_METHOD",
+    "BAD_PARAMS",
+    "NO_SUCH_WORKSPACE",
+    "NO_SUCH_PANE",
+    "NO_SUCH_DECISION",
+    "PANE_EXITED",
+    "PANES_ALIVE",
+    "SPAWN_FAILED",
+    "IO_ERROR",
+    "TIMEOUT",
+    "RATE_LIMITED",
+    "IDENTITY_CHANGED",
+    "AGENT_BUSY",
+    "AGENT_NOT_READY",
+    "FORBIDDEN",
+    "INTERNAL",
+    "NO_SUCH_TAB",
+    "NO_SUCH_TASK",
+    "MERGE_CONFLICT",
+)
+
+CAPABILITIES: Final = {
+    "wait_baseline": True,
+    "wait_multiple_outcomes": True,
+    "subscribe_replay": "memory",
+    "osc_progress": True,
+    "program_status": True,
+}
+
+
+def is_reserved(method: str) -> bool:
+    """Return True for tier 3 names that must answer ``UNKNOWN_METHOD`` (protocol.md §10)."""
+    return method in RESERVED_METHODS or method.startswith(RESERVED_PREFIXES)

@@ -1,0 +1,184 @@
+"""Request parameter models, one per method (pydantic v2; Spec: protocol.md §3, §5).
+
+Unknown fields are ignored; a field given as ``null`` is the same as absent; a wrong type or
+range is ``BAD_PARAMS`` with ``details.field`` (the router translates ``ValidationError``).
+Types are strict: ``"5"`` is not an integer and ``1`` is not a boolean.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from signaltty.core import limits
+
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+
+class Empty(Params):
+    pass
+
+
+class ServerShutdown(Params):
+    force: bool | None = None
+
+
+class WorkspaceCreate(Params):
+    name: str | None = None
+    cwd: str | None = None
+
+
+class WorkspaceRef(Params):
+    workspace_id: NonEmpty
+
+
+class WorkspaceRename(Params):
+    workspace_id: NonEmpty
+    name: str
+
+
+class WorkspaceClose(Params):
+    workspace_id: NonEmpty
+    signal: str | None = None
+
+
+class _Command(Params):
+    argv: list[NonEmpty] | None = Field(None, min_length=1)
+    agent: NonEmpty | None = None
+    prompt: str | None = None
+    bypass: bool | None = None
+    # ``continue`` is a Python keyword
+    continue_: bool | None = Field(None, alias="continue")
+    cwd: str | None = None
+    label: Annotated[str, StringConstraints(max_length=limits.MAX_LABEL)] | None = None
+
+
+class PaneSpawn(_Command):
+    workspace_id: NonEmpty
+    env: dict[str, str] | None = None
+    cols: int | None = None
+    rows: int | None = None
+    agent_hint: str | None = None
+    parent_pane_id: str | None = None
+    relationship: Literal["fork", "subagent"] | None = None
+
+
+class PaneSplit(_Command):
+    pane_id: NonEmpty
+
+
+class PaneList(Params):
+    workspace_id: str | None = None
+    live: bool | None = None
+
+
+class PaneRef(Params):
+    pane_id: NonEmpty
+
+
+class PaneInput(Params):
+    pane_id: NonEmpty
+    data_b64: str
+
+
+class PaneResize(Params):
+    pane_id: NonEmpty
+    cols: int
+    rows: int
+
+
+class PaneSignal(Params):
+    pane_id: NonEmpty
+    signal: NonEmpty
+    group: bool | None = None
+
+
+class PaneRead(Params):
+    pane_id: NonEmpty
+    mode: Literal["screen", "tail"] | None = None
+    lines: int | None = Field(None, ge=1, le=limits.READ_LINES_MAX)
+    strip_ansi: bool | None = None
+
+
+class PaneWaitForOutput(Params):
+    pane_id: NonEmpty
+    match: Annotated[str, StringConstraints(min_length=1)]
+    regex: bool | None = None
+    new_only: bool | None = None
+    lines: int | None = Field(None, ge=1, le=limits.READ_LINES_MAX)
+    timeout_s: float | None = Field(None, gt=0, le=limits.WAIT_OUTPUT_TIMEOUT_MAX_S)
+
+
+class PaneAttach(Params):
+    pane_id: NonEmpty
+    cols: int | None = None
+    rows: int | None = None
+    mark_seen: bool | None = None
+
+
+class PaneClose(Params):
+    pane_id: NonEmpty
+    signal: str | None = None
+
+
+class Notify(Params):
+    pane_id: str | None = None
+    title: str
+    body: str | None = None
+    severity: Literal["info", "warning", "error"] | None = None
+
+
+class Subscribe(Params):
+    events: list[NonEmpty] | None = None
+    from_seq: int | None = Field(None, ge=0)
+
+
+class Wait(Params):
+    pane_id: NonEmpty
+    until: Any
+    after: dict[str, Any] | None = None
+    timeout_s: float | None = Field(None, gt=0)
+
+
+class AttentionPending(Params):
+    limit: int | None = Field(None, ge=1, le=500)
+
+
+# Strict mode would refuse ints for floats; allow JSON numbers for *_s fields.
+for _model in (PaneWaitForOutput, Wait):
+    _model.model_fields["timeout_s"].metadata.append(Field(strict=False))  # type: ignore[arg-type]
+    _model.model_rebuild(force=True)
+
+MODELS: dict[str, type[Params]] = {
+    "server.status": Empty,
+    "server.schema": Empty,
+    "server.shutdown": ServerShutdown,
+    "workspace.create": WorkspaceCreate,
+    "workspace.list": Empty,
+    "workspace.get": WorkspaceRef,
+    "workspace.rename": WorkspaceRename,
+    "workspace.close": WorkspaceClose,
+    "pane.spawn": PaneSpawn,
+    "pane.split": PaneSplit,
+    "pane.list": PaneList,
+    "pane.get": PaneRef,
+    "pane.input": PaneInput,
+    "pane.resize": PaneResize,
+    "pane.signal": PaneSignal,
+    "pane.read": PaneRead,
+    "pane.wait_for_output": PaneWaitForOutput,
+    "pane.attach": PaneAttach,
+    "pane.detach": PaneRef,
+    "pane.close": PaneClose,
+    "pane.mark_seen": PaneRef,
+    "notify": Notify,
+    "subscribe": Subscribe,
+    "wait": Wait,
+    "focus.next_unread": Empty,
+    "attention.pending": AttentionPending,
+}

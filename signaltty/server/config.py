@@ -1,0 +1,124 @@
+"""Daemon configuration: ``config.toml`` + environment, validated with pydantic.
+
+Precedence: flags > environment > file > defaults. An invalid file gives the defaults and a
+``config_error`` (``server.status``); unknown keys give warnings. Read at start only.
+Spec: desktop-and-service.md §10.1.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ServerConfig(_Section):
+    stuck_recovery_s: float = Field(20, ge=0)
+    screen_sweep_ms: int = Field(500, ge=100, le=5000)
+    proc_refresh_s: float = Field(10, ge=2, le=300)
+    snapshot_debounce_s: float = Field(2, ge=0.5, le=60)
+    max_live_panes: int = Field(512, ge=1, le=512)
+
+
+class NotificationsConfig(_Section):
+    enabled: bool = True
+    mode: Literal["quiet", "normal", "all"] = "normal"
+    settle_ms: int = Field(1000, ge=0, le=60000)
+    suppress_when_attached: bool = True
+    sound: bool = False
+
+
+class AgentsConfig(_Section):
+    automatic_permissions: bool = False
+    dir: str = ""
+
+
+class DbusConfig(_Section):
+    enabled: bool = True
+
+
+class PersistenceConfig(_Section):
+    save_tails: bool = True
+
+
+class LoggingConfig(_Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class Config(_Section):
+    """The whole ``config.toml`` (every section optional)."""
+
+    server: ServerConfig = ServerConfig()
+    notifications: NotificationsConfig = NotificationsConfig()
+    agents: AgentsConfig = AgentsConfig()
+    dbus: DbusConfig = DbusConfig()
+    persistence: PersistenceConfig = PersistenceConfig()
+    logging: LoggingConfig = LoggingConfig()
+
+
+def _unknown_keys(data: dict[str, object], model: type[BaseModel], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key, value in data.items():
+        fld = model.model_fields.get(key)
+        if fld is None:
+            out.append(prefix + key)
+            continue
+        sub = fld.annotation
+        if isinstance(value, dict) and isinstance(sub, type) and issubclass(sub, BaseModel):
+            out += _unknown_keys(value, sub, prefix + key + ".")
+    return out
+
+
+def load_config(
+    path: Path, env: dict[str, str] | None = None, *, log_level: str | None = None
+) -> tuple[Config, str | None, list[str]]:
+    """Read ``path`` (missing = defaults), apply the environment and flags.
+
+    Returns:
+        ``(config, config_error or None, warnings)``.
+    """
+    env = dict(os.environ) if env is None else env
+    error: str | None = None
+    warnings: list[str] = []
+    data: dict[str, object] = {}
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        data = {}
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        error = f"{path}: {exc}"
+        data = {}
+    try:
+        config = Config.model_validate(data)
+        unknown = _unknown_keys(data, Config)
+        if unknown:
+            warnings.append(f"unknown config keys ignored: {', '.join(sorted(unknown))}")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        error = f"{path}: {loc}: {first['msg']}"
+        config = Config()
+    if env.get("SIGNALTTY_NOTIFY") == "0":
+        config.notifications.enabled = False
+    mode = env.get("SIGNALTTY_NOTIFY_MODE")
+    if mode in ("quiet", "normal", "all"):
+        config.notifications.mode = mode  # type: ignore[assignment]
+    elif mode:
+        warnings.append(f"SIGNALTTY_NOTIFY_MODE={mode!r} ignored (quiet|normal|all)")
+    if env.get("SIGNALTTY_DBUS") == "0":
+        config.dbus.enabled = False
+    level = log_level or env.get("SIGNALTTY_LOG_LEVEL")
+    if level:
+        if level.lower() in ("debug", "info", "warning", "error"):
+            config.logging.level = level.lower()  # type: ignore[assignment]
+        else:
+            warnings.append(f"log level {level!r} ignored (debug|info|warning|error)")
+    return config, error, warnings

@@ -1,0 +1,324 @@
+"""The daemon process: start-up sequence, background loops, signals and shutdown.
+
+Spec: desktop-and-service.md §2 (start, singleton, lock, restore, readiness, shutdown order),
+§3.2 (sd_notify), §8 (persistence); README "Background loops".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from signaltty import __version__
+from signaltty.core import rules
+from signaltty.core.ids import new_id
+from signaltty.core.model import Pane
+from signaltty.server import persistence
+from signaltty.server.bus import Bus
+from signaltty.server.config import Config, load_config
+from signaltty.server.listener import Listener
+from signaltty.server.panes import PaneRuntime
+from signaltty.server.router import Router
+from signaltty.server.spawning import Spawner
+from signaltty.server.store import Store
+from signaltty.system import paths, sdnotify
+from signaltty.system.logging import configure_logging
+
+log = structlog.get_logger("signaltty.daemon")
+
+# Tail-only saves (output changed, nothing persisted changed) run at most this often.
+_TAIL_SAVE_S = 10.0
+_KILL_AFTER_S = 3.0
+_CLOSE_KILL_AFTER_S = 5.0
+
+
+class StartupError(Exception):
+    """The daemon refuses to start; ``str()`` is the message printed before exit 1."""
+
+
+class Daemon:
+    """One ``signaltty daemon`` process."""
+
+    def __init__(
+        self,
+        *,
+        socket_flag: str | None = None,
+        state_dir_flag: str | None = None,
+        config_flag: str | None = None,
+        agents_dir_flag: str | None = None,
+        log_level: str | None = None,
+    ) -> None:
+        self.config_path = paths.config_file(config_flag)
+        self.config: Config
+        self.config, self.config_error, self.config_warnings = load_config(
+            self.config_path, log_level=log_level
+        )
+        self.socket_path = paths.socket_path(socket_flag)
+        self.default_socket = paths.is_default_socket(socket_flag)
+        self.state_dir = paths.state_dir(state_dir_flag)
+        self.agents_dir_flag = agents_dir_flag
+        self.instance_id = new_id("inst")
+        self.started_mono = time.monotonic()
+        self.bus = Bus()
+        self.store = Store(self.bus)
+        self.runtimes: dict[str, PaneRuntime] = {}
+        self.router = Router(self)
+        self.spawner = Spawner(self)
+        self.listener: Listener | None = None
+        self.single_flight: set[asyncio.Task[Any]] = set()
+        self.shutting_down = False
+        self.path_hydration: dict[str, Any] = {"state": "disabled", "added": []}
+        self._lock_fd: int | None = None
+        self._socket_ino: int | None = None
+        self._stop = asyncio.Event()
+        self._shutdown_task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._last_tail_save = 0.0
+        self._saved_offsets: dict[str, int] = {}
+        self._reapers: set[asyncio.Task[None]] = set()
+
+    # ---------------------------------------------------------------- start
+
+    def prepare(self) -> None:
+        """Steps 1–4 of the start sequence: logging, paths, singleton, state-dir lock.
+
+        Raises:
+            StartupError: socket path too long or unsafe, a server already listening, state
+                dir in use.
+        """
+        configure_logging(self.state_dir, self.config.logging.level, console=True)
+        if self.config_error:
+            log.error("config.invalid", error=self.config_error)
+        for warning in self.config_warnings:
+            log.warning("config.warning", warning=warning)
+        try:
+            paths.check_socket_path(self.socket_path)
+            if self.default_socket:
+                paths.ensure_runtime_dir(self.socket_path.parent, default=True)
+            elif not self.socket_path.parent.is_dir():
+                raise paths.PathError(f"socket directory does not exist: {self.socket_path.parent}")
+            for warning in paths.ensure_state_dir(self.state_dir):
+                log.warning("paths.warning", warning=warning)
+        except paths.PathError as exc:
+            raise StartupError(str(exc)) from None
+        if self.socket_path.exists() or self.socket_path.is_symlink():
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            probe.settimeout(1.0)
+            try:
+                probe.connect(str(self.socket_path))
+            except OSError:
+                with contextlib.suppress(FileNotFoundError):
+                    self.socket_path.unlink()
+                log.info("daemon.stale_socket_removed", socket=str(self.socket_path))
+            else:
+                raise StartupError(f"a server is already listening on {self.socket_path}")
+            finally:
+                probe.close()
+        fd = os.open(self.state_dir / "daemon.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StartupError(f"state dir in use: {self.state_dir}") from None
+        self._lock_fd = fd
+
+    def _restore(self) -> None:
+        restored = persistence.load_snapshot(self.state_dir)
+        for err in restored.errors:
+            log.error("snapshot.restore_problem", error=err)
+        for ws in restored.workspaces:
+            self.store.workspaces[ws.id] = ws
+        for pane in sorted(restored.panes, key=lambda p: p.created_at):
+            rules.restore(pane, has_resume=bool(pane.agent.resume_argv))
+            pane.process_instance = new_id("pi")
+            self.store.panes[pane.id] = pane
+            rt = PaneRuntime(self.store, pane)
+            tail = restored.tails.get(pane.id)
+            if tail:
+                rt.retained_text = tail
+                rt.screen.feed(tail.replace("\n", "\r\n").encode())
+                rt.settle_now()
+            self.runtimes[pane.id] = rt
+        self.store.notifications.extend(restored.notifications)
+        log.info(
+            "snapshot.restored",
+            workspaces=len(restored.workspaces),
+            panes=len(restored.panes),
+        )
+
+    async def run(self) -> int:
+        """Steps 5–9, then serve until shutdown; returns the exit code."""
+        loop = asyncio.get_running_loop()
+        self._restore()
+        self.listener = Listener(self)
+        await self.listener.start(str(self.socket_path))
+        self._socket_ino = os.stat(self.socket_path).st_ino
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_shutdown)
+        loop.add_signal_handler(signal.SIGHUP, lambda: log.info("daemon.sighup", action="reload"))
+        self._spawn_bg(self._flusher(), "flusher")
+        interval = sdnotify.watchdog_interval_s()
+        if interval:
+            self._spawn_bg(self._watchdog(interval), "watchdog")
+        sdnotify.ready(f"listening on {self.socket_path}")
+        log.info("daemon.ready", socket=str(self.socket_path), pid=os.getpid(), version=__version__)
+        await self._stop.wait()
+        assert self._shutdown_task is not None
+        await self._shutdown_task
+        return 0
+
+    def _spawn_bg(self, coro: Any, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _watchdog(self, interval: float) -> None:
+        while True:
+            sdnotify.watchdog()
+            await asyncio.sleep(interval)
+
+    async def _flusher(self) -> None:
+        period = self.config.server.snapshot_debounce_s
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            tails_due = now - self._last_tail_save >= _TAIL_SAVE_S and self._tails_changed()
+            if self.store.dirty or tails_due:
+                await self.save()
+
+    def _tails_changed(self) -> bool:
+        return any(
+            rt.output_offset != self._saved_offsets.get(pid, 0) for pid, rt in self.runtimes.items()
+        )
+
+    async def save(self) -> bool:
+        """Write the snapshot and changed tails (worker thread); False if it failed (logged)."""
+        store = self.store
+        store.dirty = False
+        data = persistence.serialize_snapshot(
+            sorted(store.workspaces.values(), key=lambda w: w.created_at),
+            list(store.panes.values()),
+            list(store.notifications),
+            store.now(),
+        )
+        tails: dict[str, str] = {}
+        offsets: dict[str, int] = {}
+        if self.config.persistence.save_tails:
+            for pane_id, rt in self.runtimes.items():
+                if rt.output_offset != self._saved_offsets.get(pane_id, 0) or pane_id not in self._saved_offsets:
+                    await rt.settle()
+                    tails[pane_id], _ = rt.tail_text(5000)
+                    offsets[pane_id] = rt.output_offset
+        keep = set(store.panes) if self.config.persistence.save_tails else set()
+        try:
+            await asyncio.to_thread(persistence.write_snapshot, self.state_dir, data, tails, keep)
+        except OSError as exc:
+            store.dirty = True
+            log.error("snapshot.write_failed", error=str(exc))
+            return False
+        self._saved_offsets.update(offsets)
+        self._last_tail_save = time.monotonic()
+        return True
+
+    # ---------------------------------------------------------------- shutdown
+
+    def request_shutdown(self) -> None:
+        """Begin the shutdown sequence (idempotent; a second signal only waits for the snapshot)."""
+        if self._shutdown_task is None:
+            self._shutdown_task = asyncio.get_running_loop().create_task(self._shutdown())
+
+    def reap_later(self, rt: PaneRuntime) -> None:
+        """After ``pane.close``: SIGKILL the group if the child is still there after 5 s."""
+
+        async def reaper() -> None:
+            if not await rt.wait_exit(_CLOSE_KILL_AFTER_S):
+                rt.terminate(signal.SIGKILL)
+                await rt.wait_exit(_CLOSE_KILL_AFTER_S)
+            if rt.watcher is not None:
+                rt.watcher.close()
+
+        task = asyncio.get_running_loop().create_task(reaper())
+        self._reapers.add(task)
+        task.add_done_callback(self._reapers.discard)
+
+    async def _step(self, name: str, coro: Any, timeout: float = 10.0) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                await coro
+        except Exception:  # noqa: BLE001 - one failed step never skips the rest
+            log.exception("shutdown.step_failed", step=name)
+
+    async def _shutdown(self) -> None:
+        log.info("shutdown.started")
+        sdnotify.stopping("shutting down")
+        self.shutting_down = True
+        self.store.shutting_down = True
+        for task in list(self.single_flight):
+            task.cancel()
+        self.store.emit("server.will_shutdown", {})
+        if self.listener is not None:
+            await self._step("stop_accepting", self.listener.stop_accepting())
+        for task in list(self._background):
+            task.cancel("shutdown")
+        await self._step("snapshot", self.save(), timeout=30)
+        await self._step("children", self._stop_children())
+        if self.listener is not None:
+            await self._step("connections", self.listener.close_all())
+        try:
+            if os.stat(self.socket_path).st_ino == self._socket_ino:
+                os.unlink(self.socket_path)
+        except OSError:
+            pass
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        log.info("shutdown.complete")
+        self._stop.set()
+
+    async def _stop_children(self) -> None:
+        live = [rt for rt in self.runtimes.values() if rt.live]
+        for rt in live:
+            rt.terminate(signal.SIGHUP)
+            rt.close()
+        deadline = time.monotonic() + _KILL_AFTER_S
+        for rt in live:
+            await rt.wait_exit(max(0.0, deadline - time.monotonic()))
+        for rt in live:
+            if not await rt.wait_exit(0):
+                rt.terminate(signal.SIGKILL)
+                await rt.wait_exit(1.0)
+            if rt.watcher is not None:
+                rt.watcher.close()
+        for task in list(self._reapers):
+            task.cancel()
+
+
+def _loop_factory() -> Any:
+    """uvloop when importable, else the stdlib loop (README "Requirements")."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def run_daemon(**kwargs: Any) -> int:
+    """Run the daemon in the foreground; returns the process exit code."""
+    daemon = Daemon(**kwargs)
+    try:
+        daemon.prepare()
+    except StartupError as exc:
+        print(f"signaltty: {exc}", file=sys.stderr)
+        return 1
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(daemon.run())

@@ -1,0 +1,506 @@
+"""Pane runtime: the PTY pump, viewers, serialized input, the screen model, exit handling.
+
+One ``PaneRuntime`` per pane that has (or had) a process in this daemon instance. The pump is
+event driven (``loop.add_reader`` on the master): each read of at most 64 KiB is scanned for
+OSC/BEL items, answered queries go back to the PTY at once, the bytes go to the raw ring, the
+viewers and the screen's pending buffer, and the items are applied through ``core.rules``.
+The screen is fed by a separate drain task in ≤ 16 KiB slices with a yield between slices; when
+too much is pending the reader pauses, so a flooding pane cannot starve the loop (the program
+is slowed down by the PTY, like a slow terminal would).
+Spec: README "Data flow", agents.md §7.1/§7.5/§7.6, protocol.md §5 pane methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import codecs
+import errno
+import os
+import re
+import signal
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from signaltty.core import rules
+from signaltty.core.limits import PTY_READ_BYTES, RAW_RING_BYTES, SCREEN_SLICE_BYTES
+from signaltty.core.model import Pane
+from signaltty.core.rules import NotificationInput
+from signaltty.core.sanitize import strip_ansi
+from signaltty.core.ids import new_id
+from signaltty.proto.envelope import SignalttyError
+from signaltty.term import osc
+from signaltty.term import pty as ptymod
+from signaltty.term.screen import PyteScreen, VirtualScreen
+
+if TYPE_CHECKING:
+    from signaltty.server.store import Store
+
+log = structlog.get_logger("signaltty.panes")
+
+# Reader backpressure: pause reading above HIGH pending screen bytes, resume below LOW.
+_PENDING_HIGH = 256 * 1024
+_PENDING_LOW = 64 * 1024
+# pane.progress coalescing window (protocol.md §7).
+_PROGRESS_WINDOW_S = 0.25
+# After the child exits, read what it left in the PTY, at most this much at once.
+_EXIT_DRAIN_BYTES = 4 * 1024 * 1024
+_MAX_REPLIES_PER_CHUNK = 16
+
+
+class Viewer:
+    """A connection attached to a pane; receives ``pty.data`` (protocol.md §7)."""
+
+    def deliver_data(self, pane_id: str, data: bytes, output_offset: int) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+class PaneRuntime:
+    """The live side of one pane: PTY, pump, screen, viewers, input queue."""
+
+    def __init__(self, store: Store, pane: Pane, screen: VirtualScreen | None = None) -> None:
+        self.store = store
+        self.pane = pane
+        self.screen: VirtualScreen = screen or PyteScreen(pane.cols, pane.rows)
+        self.scanner = osc.OscScanner()
+        self.raw = bytearray()
+        self.output_offset = 0
+        self.viewers: set[Any] = set()
+        self.proc: ptymod.PtyProcess | None = None
+        self.watcher: ptymod.ExitWatcher | None = None
+        self.eof = False
+        self.closed = False
+        self.retained_text: str | None = None
+        self._loop = asyncio.get_running_loop()
+        self._reading = False
+        self._paused = False
+        self._drain_task: asyncio.Task[None] | None = None
+        self._settled = asyncio.Event()
+        self._settled.set()
+        self._input_lock = asyncio.Lock()
+        self._output_listeners: set[Callable[[bytes], None]] = set()
+        self._progress_pending: dict[str, Any] | None = None
+        self._progress_handle: asyncio.TimerHandle | None = None
+        self._last_progress_emit = 0.0
+        self._exit_waiters: list[asyncio.Future[None]] = []
+        self.on_exit_hooks: list[Callable[[PaneRuntime], None]] = []
+
+    # ---------------------------------------------------------------- lifecycle
+
+    @property
+    def live(self) -> bool:
+        return self.proc is not None and self.pane.live
+
+    def start(self, proc: ptymod.PtyProcess) -> None:
+        """Adopt a spawned process: start the pump and the exit watcher."""
+        self.proc = proc
+        self.eof = False
+        self._start_reading()
+        self.watcher = ptymod.ExitWatcher(self._loop, proc.pid, self._on_child_exit)
+
+    def _start_reading(self) -> None:
+        if self.proc is not None and not self._reading and not self.eof:
+            self._loop.add_reader(self.proc.master_fd, self._on_readable)
+            self._reading = True
+
+    def _stop_reading(self) -> None:
+        if self.proc is not None and self._reading:
+            try:
+                self._loop.remove_reader(self.proc.master_fd)
+            except (ValueError, OSError):
+                pass
+            self._reading = False
+
+    def _on_readable(self) -> None:
+        try:
+            self._read_once()
+        except Exception:  # noqa: BLE001 - one pane's fault must not reach the loop
+            log.exception("pump.failed", pane_id=self.pane.id)
+            self.scanner.reset()
+
+    def _read_once(self, limit: int = PTY_READ_BYTES) -> int:
+        assert self.proc is not None
+        try:
+            data = os.read(self.proc.master_fd, limit)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            if exc.errno in (errno.EIO, errno.EBADF):
+                self._on_eof()
+                return -1
+            raise
+        if not data:
+            self._on_eof()
+            return -1
+        self._process(data)
+        return len(data)
+
+    def _on_eof(self) -> None:
+        """EIO on the master: end of output (not exit; the exit watcher decides that)."""
+        self._stop_reading()
+        self.eof = True
+        self._apply_items(self.scanner.feed_eof())
+        if not self.pane.live:
+            self._close_master()
+
+    # ---------------------------------------------------------------- pump
+
+    def _process(self, data: bytes) -> None:
+        items = self.scanner.feed(data)
+        prefed = self._answer_queries(items, data) if items else 0
+        self._append_raw(data)
+        self.pane.last_activity_at = time.time()
+        self.screen.feed(data[prefed:])
+        for viewer in list(self.viewers):
+            viewer.deliver_data(self.pane.id, data, self.output_offset)
+        for listener in list(self._output_listeners):
+            listener(data)
+        if items:
+            self._apply_items(items)
+        self._schedule_drain()
+
+    def _append_raw(self, data: bytes) -> None:
+        self.output_offset += len(data)
+        self.raw += data
+        if len(self.raw) > RAW_RING_BYTES:
+            del self.raw[: len(self.raw) - RAW_RING_BYTES]
+
+    def _answer_queries(self, items: list[Any], chunk: bytes) -> int:
+        """Terminal replies, written before anything else (agents.md §7.4, §7.5).
+
+        Returns:
+            How many bytes of ``chunk`` were already fed to the screen (a cursor report
+            needs the screen as it is right after the query).
+        """
+        replies: list[bytes] = []
+        has_viewer = bool(self.viewers)
+        prefed = 0
+        for item in items:
+            if not isinstance(item, osc.Query) or len(replies) >= _MAX_REPLIES_PER_CHUNK:
+                continue
+            if item.kind == "7501":
+                replies.append(b"\x1b]7501;?\x1b\\")
+            elif has_viewer:
+                continue
+            elif item.kind == "da1":
+                replies.append(b"\x1b[?62;22c")
+            elif item.kind == "dsr_status":
+                replies.append(b"\x1b[0n")
+            elif item.kind == "dsr_cursor":
+                # The cursor as it is right after the query: feed the screen up to it.
+                upto = min(len(chunk), max(prefed, item.offset - self.output_offset))
+                self.screen.feed(chunk[prefed:upto])
+                prefed = upto
+                self.settle_now()
+                row, col = self.screen.cursor
+                replies.append(f"\x1b[{row + 1};{col + 1}R".encode())
+            elif item.kind in ("osc10", "osc11"):
+                num = item.kind[3:]
+                colour = "ffff/ffff/ffff" if num == "10" else "0000/0000/0000"
+                term = b"\x07" if item.raw.endswith(b"\x07") else b"\x1b\\"
+                replies.append(f"\x1b]{num};rgb:{colour}".encode() + term)
+        if replies and self.live:
+            self._write_now(b"".join(replies))
+        return prefed
+
+    def _write_now(self, data: bytes) -> None:
+        assert self.proc is not None
+        try:
+            os.write(self.proc.master_fd, data)
+        except OSError:
+            log.debug("pump.reply_failed", pane_id=self.pane.id)
+
+    def _apply_items(self, items: list[Any]) -> None:
+        store = self.store
+        pane = self.pane
+        now = store.now()
+        for item in items:
+            effects: list[rules.Effect]
+            match item:
+                case osc.Title(text=text):
+                    effects = rules.on_title(pane, text)
+                case osc.Notify(source=source, title=title, body=body):
+                    note = NotificationInput(
+                        id=new_id("notif"),
+                        title=title,
+                        body=body,
+                        severity="info",
+                        source=source,
+                        attention_source="osc",
+                    )
+                    effects = rules.on_notification(pane, note, now=now)
+                case osc.Bell():
+                    effects = rules.on_bell(pane, now=now)
+                case osc.Cwd(path=path):
+                    effects = rules.on_cwd(pane, path, is_dir=os.path.isdir(path))
+                case osc.Progress(state=state, percent=percent, raw=raw):
+                    self._queue_progress({"state": state, "percent": percent, "raw": raw, "at": now})
+                    continue
+                case _:
+                    continue
+            store.apply(effects)
+
+    def _queue_progress(self, progress: dict[str, Any]) -> None:
+        """Coalesce ``pane.progress``: at most one per 250 ms, latest wins (protocol.md §7)."""
+        from signaltty.core.model import iso
+
+        progress = dict(progress, at=iso(progress["at"]))
+        self._progress_pending = progress
+        if self._progress_handle is not None:
+            return
+        wait = self._last_progress_emit + _PROGRESS_WINDOW_S - self._loop.time()
+        if wait <= 0:
+            self._flush_progress()
+        else:
+            self._progress_handle = self._loop.call_later(wait, self._flush_progress)
+
+    def _flush_progress(self) -> None:
+        self._progress_handle = None
+        progress, self._progress_pending = self._progress_pending, None
+        if progress is None or not self.pane.live:
+            return
+        self._last_progress_emit = self._loop.time()
+        self.store.apply(rules.on_progress(self.pane, progress))
+
+    # ---------------------------------------------------------------- screen feeding
+
+    def _schedule_drain(self) -> None:
+        if self.screen.pending and (self._drain_task is None or self._drain_task.done()):
+            self._settled.clear()
+            self._drain_task = self._loop.create_task(self._drain(), name=f"drain-{self.pane.id}")
+        if self.screen.pending > _PENDING_HIGH and not self._paused:
+            self._paused = True
+            self._stop_reading()
+
+    async def _drain(self) -> None:
+        try:
+            while self.screen.pending:
+                self.screen.drain(SCREEN_SLICE_BYTES)
+                if self._paused and self.screen.pending < _PENDING_LOW:
+                    self._paused = False
+                    self._start_reading()
+                await asyncio.sleep(0)
+        except Exception:  # noqa: BLE001
+            log.exception("screen.drain_failed", pane_id=self.pane.id)
+        finally:
+            if self._paused:
+                self._paused = False
+                self._start_reading()
+            self._settled.set()
+            self.store.bus.poke(self.pane.id)
+
+    async def settle(self) -> None:
+        """Wait until every byte read so far is applied to the screen (yielding between slices)."""
+        while self.screen.pending:
+            self._schedule_drain()
+            await self._settled.wait()
+
+    def settle_now(self) -> None:
+        """Apply pending bytes synchronously (used right before a snapshot)."""
+        while self.screen.pending:
+            self.screen.drain(SCREEN_SLICE_BYTES * 16)
+
+    def add_output_listener(self, fn: Callable[[bytes], None]) -> None:
+        self._output_listeners.add(fn)
+
+    def remove_output_listener(self, fn: Callable[[bytes], None]) -> None:
+        self._output_listeners.discard(fn)
+
+    # ---------------------------------------------------------------- reads
+
+    def tail_text(self, lines: int) -> tuple[str, bool]:
+        """Rendered history + visible screen, or the restored tail for a pane with no screen."""
+        if self.retained_text is not None and self.proc is None:
+            all_lines = self.retained_text.split("\n")
+            return "\n".join(all_lines[-lines:]), len(all_lines) > lines
+        return self.screen.tail(lines)
+
+    def raw_text(self) -> str:
+        return bytes(self.raw).decode("utf-8", errors="replace")
+
+    # ---------------------------------------------------------------- input
+
+    async def write_input(self, data: bytes, budget_s: float) -> int:
+        """Write ``data`` to the PTY, FIFO per pane, within ``budget_s`` including queueing.
+
+        Raises:
+            SignalttyError: ``TIMEOUT`` / ``PANE_EXITED`` with ``details.written_bytes``.
+        """
+        deadline = self._loop.time() + budget_s
+        try:
+            async with asyncio.timeout(budget_s):
+                await self._input_lock.acquire()
+        except TimeoutError:
+            raise SignalttyError("TIMEOUT", "input timed out", {"written_bytes": 0}) from None
+        written = 0
+        try:
+            view = memoryview(data)
+            while written < len(data):
+                if not self.live or self.proc is None:
+                    raise SignalttyError(
+                        "PANE_EXITED", "pane has exited", {"written_bytes": written}
+                    )
+                try:
+                    written += os.write(self.proc.master_fd, view[written:])
+                    continue
+                except BlockingIOError:
+                    pass
+                except OSError as exc:
+                    raise SignalttyError(
+                        "PANE_EXITED", f"pane is not writable: {exc.strerror}", {"written_bytes": written}
+                    ) from exc
+                remaining = deadline - self._loop.time()
+                if remaining <= 0:
+                    raise SignalttyError("TIMEOUT", "input timed out", {"written_bytes": written})
+                await self._wait_writable(remaining)
+            self.pane.last_activity_at = time.time()
+            return written
+        finally:
+            self._input_lock.release()
+
+    async def _wait_writable(self, timeout: float) -> None:
+        assert self.proc is not None
+        fut: asyncio.Future[None] = self._loop.create_future()
+        fd = self.proc.master_fd
+
+        def ready() -> None:
+            if not fut.done():
+                fut.set_result(None)
+
+        self._loop.add_writer(fd, ready)
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), min(timeout, 0.5))
+        except TimeoutError:
+            pass
+        finally:
+            try:
+                self._loop.remove_writer(fd)
+            except (ValueError, OSError):
+                pass
+
+    # ---------------------------------------------------------------- resize / signals
+
+    def resize(self, cols: int, rows: int) -> None:
+        """TIOCSWINSZ (the kernel sends SIGWINCH) plus the screen model."""
+        self.settle_now()
+        self.screen.resize(cols, rows)
+        self.pane.cols, self.pane.rows = cols, rows
+        if self.live and self.proc is not None:
+            try:
+                ptymod.set_winsize(self.proc.master_fd, cols, rows)
+            except OSError:
+                log.debug("pane.resize_failed", pane_id=self.pane.id)
+
+    def send_signal(self, sig: int, *, group: bool) -> None:
+        """Raises ProcessLookupError when nothing is left to signal."""
+        assert self.proc is not None
+        ptymod.signal_child(self.proc.pid, sig, group=group, master_fd=self.proc.master_fd)
+
+    # ---------------------------------------------------------------- exit
+
+    def _on_child_exit(self, code: int | None) -> None:
+        # Output the child wrote right before exiting is processed before the exit.
+        drained = 0
+        while self._reading and drained < _EXIT_DRAIN_BYTES:
+            try:
+                n = self._read_once()
+            except OSError:
+                break
+            if n <= 0:
+                break
+            drained += n
+        self.settle_now()
+        store = self.store
+        effects = rules.on_exit(self.pane, code, now=store.now(), shutting_down=store.shutting_down)
+        store.apply(effects)
+        if self._progress_handle is not None:
+            self._progress_handle.cancel()
+            self._progress_handle = None
+        if self.eof:
+            self._close_master()
+        for fut in self._exit_waiters:
+            if not fut.done():
+                fut.set_result(None)
+        for hook in self.on_exit_hooks:
+            hook(self)
+        store.bus.poke(self.pane.id)
+
+    async def wait_exit(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the child to be reaped; True if it was."""
+        if self.watcher is None or self.proc is None or self._child_gone():
+            return True
+        fut: asyncio.Future[None] = self._loop.create_future()
+        self._exit_waiters.append(fut)
+        try:
+            await asyncio.wait_for(fut, timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    def _child_gone(self) -> bool:
+        return self.watcher is not None and getattr(self.watcher, "_done", False)
+
+    def _close_master(self) -> None:
+        if self.proc is None or self.proc.master_fd < 0:
+            return
+        self._stop_reading()
+        try:
+            os.close(self.proc.master_fd)
+        except OSError:
+            pass
+        self.proc.master_fd = -1
+
+    def terminate(self, sig: int = signal.SIGTERM) -> None:
+        """Signal the child's process group (pane close / shutdown); errors ignored."""
+        if self.proc is None or self._child_gone():
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except OSError:
+            try:
+                os.kill(self.proc.pid, sig)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """Release the master and stop watching (idempotent); the child is reaped if it exits."""
+        self.closed = True
+        self.viewers.clear()
+        self._output_listeners.clear()
+        if self._progress_handle is not None:
+            self._progress_handle.cancel()
+            self._progress_handle = None
+        self._close_master()
+
+
+def compile_matcher(match: str, regex: bool) -> Callable[[str], bool]:
+    """Substring or Python ``re`` matcher for ``pane.wait_for_output``.
+
+    Raises:
+        SignalttyError: ``BAD_PARAMS`` for an invalid regex.
+    """
+    if not regex:
+        return lambda line: match in line
+    try:
+        pat = re.compile(match)
+    except re.error as exc:
+        raise SignalttyError("BAD_PARAMS", f"invalid regex: {exc}", {"field": "match"}) from None
+    return lambda line: pat.search(line) is not None
+
+
+class LineCollector:
+    """Splits raw output arriving after a call into ANSI-stripped lines (``new_only`` waits)."""
+
+    def __init__(self) -> None:
+        self._partial = b""
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, data: bytes) -> list[str]:
+        """Return the lines completed by ``data`` plus the current partial line (last)."""
+        buf = self._partial + data
+        parts = re.split(rb"[\r\n]", buf)
+        self._partial = parts[-1][-65536:]
+        return [strip_ansi(p.decode("utf-8", "replace")) for p in parts]

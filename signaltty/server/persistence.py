@@ -1,0 +1,201 @@
+"""``snapshot.json`` and tail files: debounced atomic writes, restore at start.
+
+Writes go through a temp file (0600) → write → fsync → ``os.replace`` → fsync of the
+directory, in a worker thread; the JSON is serialized on the loop first so the thread never
+sees live objects. A failed write is logged and retried at the next flush.
+Spec: desktop-and-service.md §8.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from signaltty import __version__
+from signaltty.core.ids import unique_handle
+from signaltty.core.limits import TAIL_FILE_BYTES
+from signaltty.core.model import Notification, Pane, Workspace, iso
+
+log = structlog.get_logger("signaltty.persistence")
+
+SNAPSHOT_VERSION = 1
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (mode 0600).
+
+    Raises:
+        OSError: the write failed; ``path`` is unchanged.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def cap_tail(text: str, limit: int = TAIL_FILE_BYTES) -> str:
+    """Keep the last lines of ``text`` whose sizes (line length + 1) add up to ≤ ``limit``."""
+    out: list[str] = []
+    total = 0
+    for line in reversed(text.split("\n")):
+        total += len(line.encode()) + 1
+        if total > limit:
+            break
+        out.append(line)
+    return "\n".join(reversed(out))
+
+
+def serialize_snapshot(
+    workspaces: list[Workspace], panes: list[Pane], notifications: list[Notification], now: float
+) -> bytes:
+    """The ``snapshot.json`` bytes (2-space JSON, persisted fields only)."""
+    doc = {
+        "version": SNAPSHOT_VERSION,
+        "saved_at": iso(now),
+        "server_version": __version__,
+        "workspaces": [w.to_wire() for w in workspaces],
+        "panes": [p.to_wire(persist=True) for p in panes],
+        "notifications": [n.to_wire() for n in notifications],
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False).encode() + b"\n"
+
+
+@dataclass
+class Restored:
+    """What a snapshot gave back: records plus tails, and what went wrong."""
+
+    workspaces: list[Workspace] = field(default_factory=list)
+    panes: list[Pane] = field(default_factory=list)
+    notifications: list[Notification] = field(default_factory=list)
+    tails: dict[str, str] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+def _stamp() -> str:
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+
+
+def load_snapshot(state_dir: Path) -> Restored:
+    """Read ``snapshot.json`` (desktop-and-service.md §8.3).
+
+    Missing → empty. Unparsable → renamed ``snapshot.corrupt-<ts>``; other version →
+    ``snapshot.unsupported-v<N>-<ts>``; both start empty with an error recorded. Records that
+    cannot be read are skipped one by one (logged), never fatal.
+    """
+    out = Restored()
+    path = state_dir / "snapshot.json"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return out
+    except OSError as exc:
+        out.errors.append(f"cannot read snapshot: {exc}")
+        return out
+    try:
+        doc = json.loads(raw)
+        if not isinstance(doc, dict):
+            raise ValueError("snapshot root is not an object")
+    except (ValueError, RecursionError) as exc:
+        aside = state_dir / f"snapshot.corrupt-{_stamp()}"
+        os.replace(path, aside)
+        out.errors.append(f"corrupt snapshot moved to {aside.name}: {exc}")
+        return out
+    version = doc.get("version")
+    if version != SNAPSHOT_VERSION:
+        aside = state_dir / f"snapshot.unsupported-v{version}-{_stamp()}"
+        os.replace(path, aside)
+        out.errors.append(f"unsupported snapshot version {version!r} moved to {aside.name}")
+        return out
+    for d in doc.get("workspaces") or []:
+        try:
+            out.workspaces.append(Workspace.from_wire(d))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            out.errors.append(f"workspace skipped: {exc!r}")
+    ws_ids = {w.id for w in out.workspaces}
+    for d in doc.get("panes") or []:
+        try:
+            pane = Pane.from_wire(d)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            out.errors.append(f"pane skipped: {exc!r}")
+            continue
+        if pane.workspace_id in ws_ids:
+            out.panes.append(pane)
+    for d in doc.get("notifications") or []:
+        try:
+            out.notifications.append(Notification.from_wire(d))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    _repair_workspaces(out, doc)
+    hist = state_dir / "history"
+    for pane in out.panes:
+        try:
+            out.tails[pane.id] = (hist / f"{pane.id}.tail").read_text(errors="replace")
+        except OSError:
+            pass
+    return out
+
+
+def _repair_workspaces(out: Restored, doc: dict[str, Any]) -> None:
+    """Missing ``pane_ids`` → panes by ``created_at``; missing handle → a unique one (id order)."""
+    raw_ws = {d.get("id"): d for d in doc.get("workspaces") or [] if isinstance(d, dict)}
+    by_ws: dict[str, list[Pane]] = {}
+    for pane in out.panes:
+        by_ws.setdefault(pane.workspace_id, []).append(pane)
+    taken = {w.handle for w in out.workspaces if w.handle}
+    for ws in sorted(out.workspaces, key=lambda w: w.id):
+        mine = by_ws.get(ws.id, [])
+        if "pane_ids" not in raw_ws.get(ws.id, {}):
+            ws.pane_ids = [p.id for p in sorted(mine, key=lambda p: p.created_at)]
+        else:
+            known = {p.id for p in mine}
+            ws.pane_ids = [p for p in ws.pane_ids if p in known] + [
+                p.id for p in mine if p.id not in ws.pane_ids
+            ]
+        if not ws.handle or "_" in ws.handle:
+            ws.handle = unique_handle(ws.name, taken)
+            taken.add(ws.handle)
+
+
+def write_snapshot(state_dir: Path, data: bytes, tails: dict[str, str], keep: set[str]) -> None:
+    """Worker-thread part of a save: snapshot, changed tails, removal of stale tails.
+
+    Raises:
+        OSError: any write failed (the caller logs and retries later).
+    """
+    atomic_write(state_dir / "snapshot.json", data)
+    hist = state_dir / "history"
+    if tails or keep:
+        hist.mkdir(mode=0o700, exist_ok=True)
+    for pane_id, text in tails.items():
+        atomic_write(hist / f"{pane_id}.tail", cap_tail(text).encode())
+    if hist.is_dir():
+        for entry in hist.iterdir():
+            if entry.suffix == ".tail" and entry.stem not in keep:
+                try:
+                    entry.unlink()
+                except OSError:
+                    pass

@@ -1,0 +1,134 @@
+"""systemd notify-protocol client over ``$NOTIFY_SOCKET`` (system layer: I/O edge, stdlib only).
+
+Every function is a no-op returning False outside a ``Type=notify`` service, and no error
+ever reaches the caller: a lost datagram must not stop the daemon.
+
+Spec: desktop-and-service.md §3.2.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Final
+
+# Bound on a blocking send (seconds): the caller is the event loop thread, and systemd
+# normally drains its socket at once.
+_SEND_TIMEOUT_S: Final = 1.0
+
+
+def notify(*messages: str) -> bool:
+    """Send ``messages`` as one datagram (newline-joined ``KEY=VALUE`` lines).
+
+    Args:
+        messages: assignments such as ``"READY=1"`` or ``"STATUS=listening on /run/…"``.
+
+    Returns:
+        True when the datagram was sent; False when ``$NOTIFY_SOCKET`` is unset or empty,
+        is neither an absolute path nor ``@abstract``, there is nothing to send, or the
+        send failed.
+
+    Raises:
+        Nothing.
+
+    Spec: desktop-and-service.md §3.2 (a leading ``@`` means the abstract namespace).
+    """
+    target = os.environ.get("NOTIFY_SOCKET", "")
+    if not messages or not target:
+        return False
+    if target.startswith("@"):
+        address = "\0" + target[1:]
+    elif target.startswith("/"):
+        address = target
+    else:
+        return False
+    try:
+        payload = "\n".join(messages).encode("utf-8")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.settimeout(_SEND_TIMEOUT_S)
+            sock.sendto(payload, address)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _one_line(text: str) -> str:
+    """Flatten ``text`` so it cannot inject further assignments into the datagram."""
+    return " ".join(text.splitlines())
+
+
+def ready(status: str | None = None) -> bool:
+    """Send ``READY=1``, plus ``STATUS=<status>`` in the same datagram when given.
+
+    Args:
+        status: e.g. ``"listening on /run/user/1000/signaltty/signaltty.sock"``.
+
+    Returns:
+        As :func:`notify`.
+
+    Spec: desktop-and-service.md §2.1 step 8, §3.2.
+    """
+    if status is None:
+        return notify("READY=1")
+    return notify("READY=1", "STATUS=" + _one_line(status))
+
+
+def stopping(status: str | None = None) -> bool:
+    """Send ``STOPPING=1``, plus ``STATUS=<status>`` in the same datagram when given.
+
+    Returns:
+        As :func:`notify`.
+
+    Spec: desktop-and-service.md §2.2 (first shutdown step), §3.2.
+    """
+    if status is None:
+        return notify("STOPPING=1")
+    return notify("STOPPING=1", "STATUS=" + _one_line(status))
+
+
+def watchdog() -> bool:
+    """Send ``WATCHDOG=1`` (call every :func:`watchdog_interval_s` seconds from a loop timer).
+
+    Returns:
+        As :func:`notify`.
+
+    Spec: desktop-and-service.md §3.2.
+    """
+    return notify("WATCHDOG=1")
+
+
+def status(text: str) -> bool:
+    """Send ``STATUS=<text>`` (newlines in ``text`` become spaces).
+
+    Returns:
+        As :func:`notify`.
+
+    Spec: desktop-and-service.md §3.2.
+    """
+    return notify("STATUS=" + _one_line(text))
+
+
+def watchdog_interval_s() -> float | None:
+    """Return how often to send ``WATCHDOG=1``, in seconds.
+
+    Returns:
+        ``WATCHDOG_USEC / 2`` converted to seconds (e.g. 15.0 for ``WatchdogSec=30``), or
+        None when ``WATCHDOG_USEC`` is unset, empty, not a positive integer, or
+        ``WATCHDOG_PID`` is set to something other than our pid.
+
+    Spec: desktop-and-service.md §3.2.
+    """
+    pid = os.environ.get("WATCHDOG_PID", "")
+    if pid:
+        try:
+            if int(pid) != os.getpid():
+                return None
+        except ValueError:
+            return None
+    try:
+        usec = int(os.environ.get("WATCHDOG_USEC", ""))
+    except ValueError:
+        return None
+    if usec <= 0:
+        return None
+    return usec / 2 / 1_000_000

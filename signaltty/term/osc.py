@@ -1,0 +1,441 @@
+"""Byte-stream scanner for OSC, BEL, RIS and terminal queries (pure; Spec: agents.md §7.1).
+
+Layer rule: no I/O; imports only ``signaltty.core`` and the standard library.
+
+Design notes:
+
+* Only 7-bit introducers and terminators are recognised: ``ESC ]``, ``ESC [``, ``ESC \\``
+  and BEL. The C1 bytes 0x9B (CSI), 0x9D (OSC) and 0x9C (ST) are never interpreted
+  because the stream is UTF-8, where they are ordinary continuation bytes (for example
+  "➜" is ``E2 9E 9C``). So the ground-state hot path skips plain text with ``bytes.find``
+  for ESC and BEL and steps byte by byte only inside a sequence. At an ESC, one
+  possessive regex skips a run of whole CSIs that cannot be queries plus the text between
+  them (SGR colours dominate agent output; about 8x faster than stepping them).
+* ``ESC P`` (DCS), ``ESC X`` (SOS), ``ESC ^`` (PM) and ``ESC _`` (APC) strings end only at
+  ST; their contents (including BEL) are skipped unscanned.
+* Inside an OSC or string, ``ESC`` not followed by ``\\`` aborts it; the byte after the
+  ESC is reprocessed as the second byte of a new escape sequence (so ``ESC ]`` starts a
+  new OSC). CAN (0x18) and SUB (0x1A) abort any sequence. C0 controls inside CSI and
+  escape sequences are executed as in xterm (a BEL there is a bell); other C0 controls
+  inside an OSC stay in the payload and are handled by the sanitizer (a newline in a
+  title becomes a space, a notification body keeps it).
+* An OSC payload longer than ``MAX_OSC_PAYLOAD`` bytes (counted raw, between ``ESC ]``
+  and the terminator) is dropped and skipped to its terminator; memory stays bounded.
+* A malformed sequence never raises; it aborts to the ground state.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+from urllib.parse import unquote
+
+from signaltty.core.limits import (
+    MAX_NOTIFICATION_BODY,
+    MAX_NOTIFICATION_TITLE,
+    MAX_OSC_PAYLOAD,
+    MAX_TITLE,
+)
+from signaltty.core.sanitize import sanitize_text
+from signaltty.term.progress import ProgressState, parse_progress
+
+NotifySource = Literal["osc9", "osc99", "osc777"]
+
+# Query kinds (agents.md §7.4, §7.5); term/replies.py decides which ones are answered.
+QUERY_PROGRAM_STATUS: Final = "7501"  # OSC 7501;?
+QUERY_DA1: Final = "da1"  # CSI c, CSI 0 c
+QUERY_DSR_STATUS: Final = "dsr5"  # CSI 5 n
+QUERY_DSR_CURSOR: Final = "dsr6"  # CSI 6 n
+QUERY_FOREGROUND: Final = "osc10"  # OSC 10;?
+QUERY_BACKGROUND: Final = "osc11"  # OSC 11;?
+
+
+@dataclass(frozen=True, slots=True)
+class Title:
+    """OSC 0/1/2 window or icon title; ``text`` sanitized, 1–MAX_TITLE chars."""
+
+    offset: int
+    which: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Notify:
+    """OSC 9/99/777 desktop notification; texts sanitized, ``body`` non-empty."""
+
+    offset: int
+    source: NotifySource
+    title: str | None
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Valid OSC 9;4 progress; ``percent`` 0–100 or None; ``raw`` = payload after ``9;``."""
+
+    offset: int
+    state: ProgressState
+    percent: int | None
+    raw: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramStatus:
+    """OSC 7501 report; ``payload`` is the raw text after ``7501;`` (parsed later)."""
+
+    offset: int
+    payload: str
+
+
+@dataclass(frozen=True, slots=True)
+class PromptStart:
+    """OSC 133;A shell prompt start."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Cwd:
+    """OSC 7 working-directory report; ``path`` percent-decoded, absolute."""
+
+    offset: int
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bell:
+    """BEL (0x07) outside any escape string."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """Terminal query that may need a reply (answered by term/replies.py, agents.md §7.5).
+
+    ``raw`` is the sequence: for OSC queries the bytes as received, terminator included
+    (a reply is "terminated like the query"); for CSI queries ``ESC [ params final``
+    without any control bytes that were executed inside it.
+    """
+
+    offset: int
+    kind: str
+    raw: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """RIS ``ESC c`` (full reset) seen in the ground state."""
+
+    offset: int
+
+
+Item = Title | Notify | Progress | ProgramStatus | PromptStart | Cwd | Bell | Query | Reset
+
+_ESC: Final = 0x1B
+_BEL: Final = 0x07
+_CAN: Final = 0x18
+_SUB: Final = 0x1A
+_DEL: Final = 0x7F
+_ST_FINAL: Final = 0x5C  # "\" of ESC \
+
+_GROUND, _ESC_STATE, _ESC_INTER, _CSI, _OSC, _OSC_ESC, _STR, _STR_ESC = range(8)
+
+_CSI_MAX: Final = 16  # bytes of CSI params/intermediates kept; longer ones are no query
+# From an ESC in the ground state: whole CSIs whose final byte is not "c" or "n" (so never
+# a query) and the plain text between them, in one possessive match that never
+# backtracks and stops at BEL, at any other ESC and at an incomplete CSI.
+_CSI_RUN: Final = re.compile(
+    rb"(?:\x1b\[[\x30-\x3f]*+[\x20-\x2f]*+[\x40-\x62\x64-\x6d\x6f-\x7e][^\x07\x1b]*+)*+"
+)
+_CSI_RE: Final = re.compile(rb"\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]")
+_OSC_STOP: Final = re.compile(rb"[\x07\x18\x1a\x1b]")
+_STR_STOP: Final = re.compile(rb"[\x18\x1a\x1b]")
+_PS_RE: Final = re.compile(rb"0|[1-9][0-9]{0,5}")
+_CONEMU_RE: Final = re.compile(r"(?:[1-9]|1[0-2])(?:;|\Z)")
+_QUERY_PS: Final = (b"7501", b"10", b"11")  # OSC numbers whose raw sequence is kept
+# CSI body (params + intermediates + final byte) → query kind.
+_CSI_QUERIES: Final = {
+    b"c": QUERY_DA1,
+    b"0c": QUERY_DA1,
+    b"5n": QUERY_DSR_STATUS,
+    b"6n": QUERY_DSR_CURSOR,
+}
+
+
+class OscScanner:
+    """Incremental scanner over a pane's raw PTY output.
+
+    Items are yielded in byte order. Each carries ``offset``: the absolute stream position
+    (bytes since the scanner was created) just after the byte that completed it, so a
+    sequence split across ``feed`` calls at any byte yields identical items.
+
+    Spec: agents.md §7.1, §7.2; states.md §3.2, §9.4.
+    """
+
+    def __init__(self, *, hostname: str | None = None) -> None:
+        """Create a scanner in the ground state at stream offset 0.
+
+        Args:
+            hostname: this machine's host name; OSC 7 reports naming it (or no host, or
+                ``localhost``) are accepted, others ignored. None accepts only the
+                empty host and ``localhost``.
+        """
+        hosts = {"", "localhost"}
+        if hostname:
+            hosts.add(hostname.lower())
+        self._hosts: frozenset[str] = frozenset(hosts)
+        self._offset = 0
+        self._buf = bytearray()
+        self.reset()
+
+    @property
+    def offset(self) -> int:
+        """Bytes fed so far (absolute stream offset of the next byte)."""
+        return self._offset
+
+    def reset(self) -> None:
+        """Drop any partial sequence and return to the ground state; the offset is kept."""
+        self._state = _GROUND
+        self._buf.clear()
+        self._overflow = False
+
+    def feed_eof(self) -> list[Item]:
+        """End of stream: an unfinished sequence is discarded.
+
+        Returns:
+            Always an empty list (nothing completes at EOF); the scanner is reset.
+        """
+        self.reset()
+        return []
+
+    def feed(self, chunk: bytes) -> list[Item]:
+        """Scan one read of raw PTY output.
+
+        Args:
+            chunk: raw bytes, any length, split anywhere (even inside a sequence or a
+                UTF-8 character); ``b""`` is a no-op, not EOF.
+
+        Returns:
+            Items completed in this chunk, in byte order.
+
+        Raises:
+            Nothing: malformed input aborts to the ground state.
+        """
+        base = self._offset
+        self._offset = base + len(chunk)
+        items: list[Item] = []
+        n = len(chunk)
+        i = 0
+        while i < n:
+            state = self._state
+            if state == _GROUND:
+                esc = chunk.find(b"\x1b", i)
+                stop = n if esc < 0 else esc
+                bel = chunk.find(b"\x07", i, stop)
+                while bel >= 0:
+                    items.append(Bell(base + bel + 1))
+                    bel = chunk.find(b"\x07", bel + 1, stop)
+                if esc < 0:
+                    break
+                run = _CSI_RUN.match(chunk, esc)  # always matches, maybe empty
+                i = run.end() if run is not None else esc
+                if i > esc:
+                    continue  # skipped whole non-query CSIs (and the text between them)
+                csi = _CSI_RE.match(chunk, esc)
+                if csi is None:
+                    self._state = _ESC_STATE
+                    i = esc + 1
+                else:  # a whole query CSI (final "c" or "n") inside this chunk
+                    i = csi.end()
+                    kind = _CSI_QUERIES.get(chunk[esc + 2 : i])
+                    if kind is not None:
+                        items.append(Query(base + i, kind, chunk[esc:i]))
+            elif state == _OSC:
+                i = self._scan_osc(chunk, i, base, items)
+            elif state == _STR:
+                match = _STR_STOP.search(chunk, i)
+                if match is None:
+                    break
+                i = match.start()
+                self._state = _STR_ESC if chunk[i] == _ESC else _GROUND
+                i += 1
+            else:
+                i = self._step(chunk[i], base + i + 1, items, i)
+        return items
+
+    def _scan_osc(self, chunk: bytes, i: int, base: int, items: list[Item]) -> int:
+        """Collect OSC payload up to the next BEL/ESC/CAN/SUB; return the next index."""
+        match = _OSC_STOP.search(chunk, i)
+        stop = len(chunk) if match is None else match.start()
+        if not self._overflow:
+            if len(self._buf) + (stop - i) > MAX_OSC_PAYLOAD:
+                self._overflow = True
+                self._buf.clear()
+            else:
+                self._buf += chunk[i:stop]
+        if match is None:
+            return stop
+        byte = chunk[stop]
+        if byte == _BEL:
+            self._osc_done(b"\x07", base + stop + 1, items)
+        elif byte == _ESC:
+            self._state = _OSC_ESC
+        else:  # CAN / SUB
+            self.reset()
+        return stop + 1
+
+    def _step(self, byte: int, end: int, items: list[Item], i: int = 0) -> int:
+        """Advance one byte in a non-ground state; return the index of the next byte.
+
+        ``end`` is the absolute offset just after ``byte``; ``i`` its index in the chunk.
+        A byte that aborts a string is not consumed (returned index is ``i``), so it is
+        reprocessed as the second byte of an escape sequence.
+        """
+        state = self._state
+        if state in (_OSC_ESC, _STR_ESC):
+            if byte == _ST_FINAL:
+                if state == _OSC_ESC:
+                    self._osc_done(b"\x1b\\", end, items)
+                else:
+                    self.reset()
+                return i + 1
+            self.reset()
+            self._state = _ESC_STATE  # abort the string; reprocess byte after its ESC
+            return i
+        if byte < 0x20:  # C0 control inside an escape or CSI: executed as in xterm
+            if byte == _ESC:
+                self.reset()
+                self._state = _ESC_STATE
+            elif byte in (_CAN, _SUB):
+                self.reset()
+            elif byte == _BEL:
+                items.append(Bell(end))
+            return i + 1
+        if byte == _DEL:
+            return i + 1
+        if byte >= 0x80:  # not part of any 7-bit sequence: abort, it is plain text
+            self.reset()
+            return i + 1
+        if state == _CSI:
+            self._csi_byte(byte, end, items)
+        elif state == _ESC_STATE:
+            self._esc_byte(byte, end, items)
+        elif byte >= 0x30:  # _ESC_INTER: final byte ends the sequence
+            self.reset()
+        return i + 1
+
+    def _esc_byte(self, byte: int, end: int, items: list[Item]) -> None:
+        """Handle the printable byte after ESC."""
+        self.reset()
+        if byte == 0x5B:  # [
+            self._state = _CSI
+        elif byte == 0x5D:  # ]
+            self._state = _OSC
+        elif byte in b"PX^_":
+            self._state = _STR
+        elif byte == 0x63:  # c: RIS
+            items.append(Reset(end))
+        elif byte < 0x30:
+            self._state = _ESC_INTER
+
+    def _csi_byte(self, byte: int, end: int, items: list[Item]) -> None:
+        """Handle a printable byte inside a CSI (parameter, intermediate or final)."""
+        if byte >= 0x40:
+            self._csi_done(bytes(self._buf) + bytes((byte,)), end, items)
+        elif self._overflow:
+            return
+        elif len(self._buf) < _CSI_MAX:
+            self._buf.append(byte)
+        else:
+            self._overflow = True
+
+    def _csi_done(self, body: bytes, end: int, items: list[Item]) -> None:
+        """A CSI ended with ``body`` = params + intermediates + final; emit a query."""
+        kind = None if self._overflow else _CSI_QUERIES.get(body)
+        self.reset()
+        if kind is not None:
+            items.append(Query(end, kind, b"\x1b[" + body))
+
+    def _osc_done(self, terminator: bytes, end: int, items: list[Item]) -> None:
+        """A whole OSC was received; dispatch its payload (dropped if it overflowed)."""
+        raw = bytes(self._buf)
+        overflow = self._overflow
+        self.reset()
+        if overflow:
+            return
+        ps, _, pt_bytes = raw.partition(b";")
+        if _PS_RE.fullmatch(ps) is None:
+            return
+        seq = b"\x1b]" + raw + terminator if ps in _QUERY_PS else b""
+        item = _dispatch(int(ps), pt_bytes.decode("utf-8", "replace"), end, self._hosts, seq)
+        if item is not None:
+            items.append(item)
+
+
+def _dispatch(ps: int, pt: str, end: int, hosts: frozenset[str], seq: bytes) -> Item | None:
+    """Turn one OSC (number ``ps``, decoded text ``pt``) into an item, or None.
+
+    ``seq`` is the whole sequence as received, for queries (empty for other numbers).
+    """
+    if ps in (0, 1, 2):
+        text = sanitize_text(pt, MAX_TITLE)
+        return Title(end, ps, text) if text else None
+    if ps == 9:
+        return _osc9(pt, end)
+    if ps == 99:
+        meta, sep, rest = pt.partition(";")
+        if not sep:
+            return _notify(end, "osc99", None, pt)
+        is_meta = "=" in meta or ":" in meta
+        return _notify(end, "osc99", None if is_meta else meta, rest)
+    if ps == 777:
+        verb, _, rest = pt.partition(";")
+        title, sep, body = rest.partition(";")
+        return _notify(end, "osc777", title, body) if verb == "notify" and sep else None
+    if ps == 7501:
+        if pt.startswith("?"):
+            return Query(end, QUERY_PROGRAM_STATUS, seq)
+        return ProgramStatus(end, pt) if pt else None
+    if ps == 133:
+        return PromptStart(end) if pt == "A" or pt.startswith("A;") else None
+    if ps == 7:
+        return _cwd(pt, end, hosts)
+    if ps in (10, 11) and pt == "?":
+        return Query(end, QUERY_FOREGROUND if ps == 10 else QUERY_BACKGROUND, seq)
+    return None
+
+
+def _osc9(pt: str, end: int) -> Item | None:
+    """OSC 9: ConEmu ``9;<1–12>;…`` (only 4 = progress is used) or an iTerm2 notification."""
+    if _CONEMU_RE.match(pt) is None:
+        return _notify(end, "osc9", None, pt)
+    parsed = parse_progress(pt) if pt.startswith("4;") else None
+    if parsed is None:
+        return None  # other ConEmu commands (e.g. 9;9 cwd) and invalid progress: ignored
+    return Progress(end, parsed.state, parsed.percent, parsed.raw)
+
+
+def _notify(end: int, source: NotifySource, title: str | None, body: str) -> Notify | None:
+    """Sanitize and cap a notification; None when the body is empty."""
+    clean_body = sanitize_text(body, MAX_NOTIFICATION_BODY, multiline=True)
+    if not clean_body:
+        return None
+    clean_title = sanitize_text(title, MAX_NOTIFICATION_TITLE) if title else ""
+    return Notify(end, source, clean_title or None, clean_body)
+
+
+def _cwd(pt: str, end: int, hosts: frozenset[str]) -> Cwd | None:
+    """OSC 7 ``file://<host>/<path>`` → Cwd with the percent-decoded path, or None.
+
+    Percent escapes are decoded as UTF-8 with replacement, so a path that is not valid
+    UTF-8 will not name an existing directory and the store ignores it.
+    """
+    if pt[:7].lower() != "file://":
+        return None
+    host, slash, path = pt[7:].partition("/")
+    if not slash or host.lower() not in hosts:
+        return None
+    decoded = unquote("/" + path, errors="replace")
+    return None if "\x00" in decoded else Cwd(end, decoded)
