@@ -19,6 +19,7 @@ import errno
 import os
 import re
 import signal
+import socket
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,8 @@ _PROGRESS_WINDOW_S = 0.25
 # After the child exits, read what it left in the PTY, at most this much at once.
 _EXIT_DRAIN_BYTES = 4 * 1024 * 1024
 _MAX_REPLIES_PER_CHUNK = 16
+# OSC 7 cwd reports name this host (agents.md §7.2).
+_HOSTNAME = socket.gethostname()
 
 
 class Viewer:
@@ -65,7 +68,7 @@ class PaneRuntime:
         self.store = store
         self.pane = pane
         self.screen: VirtualScreen = screen or PyteScreen(pane.cols, pane.rows)
-        self.scanner = osc.OscScanner()
+        self.scanner = osc.OscScanner(hostname=_HOSTNAME)
         self.raw = bytearray()
         self.output_offset = 0
         self.viewers: set[Any] = set()
@@ -181,15 +184,15 @@ class PaneRuntime:
         for item in items:
             if not isinstance(item, osc.Query) or len(replies) >= _MAX_REPLIES_PER_CHUNK:
                 continue
-            if item.kind == "7501":
+            if item.kind == osc.QUERY_PROGRAM_STATUS:
                 replies.append(b"\x1b]7501;?\x1b\\")
             elif has_viewer:
                 continue
-            elif item.kind == "da1":
+            elif item.kind == osc.QUERY_DA1:
                 replies.append(b"\x1b[?62;22c")
-            elif item.kind == "dsr_status":
+            elif item.kind == osc.QUERY_DSR_STATUS:
                 replies.append(b"\x1b[0n")
-            elif item.kind == "dsr_cursor":
+            elif item.kind == osc.QUERY_DSR_CURSOR:
                 # The cursor as it is right after the query: feed the screen up to it.
                 upto = min(len(chunk), max(prefed, item.offset - self.output_offset))
                 self.screen.feed(chunk[prefed:upto])

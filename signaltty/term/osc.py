@@ -53,7 +53,13 @@ QUERY_BACKGROUND: Final = "osc11"  # OSC 11;?
 
 @dataclass(frozen=True, slots=True)
 class Title:
-    """OSC 0/1/2 window or icon title; ``text`` sanitized, 1–MAX_TITLE chars."""
+    """OSC 0/1/2 title (states.md §3.2).
+
+    Attributes:
+        offset: absolute stream offset (bytes) just after the terminator.
+        which: 0 (icon and window), 1 (icon) or 2 (window).
+        text: sanitized one-line title, 1–MAX_TITLE characters.
+    """
 
     offset: int
     which: int
@@ -62,7 +68,14 @@ class Title:
 
 @dataclass(frozen=True, slots=True)
 class Notify:
-    """OSC 9/99/777 desktop notification; texts sanitized, ``body`` non-empty."""
+    """OSC 9/99/777 desktop notification (states.md §3.2, N1–N4).
+
+    Attributes:
+        offset: absolute stream offset (bytes) just after the terminator.
+        source: ``"osc9"``, ``"osc99"`` or ``"osc777"``.
+        title: sanitized one-line title (≤ MAX_NOTIFICATION_TITLE chars), or None.
+        body: sanitized body, newlines and tabs kept, 1–MAX_NOTIFICATION_BODY chars.
+    """
 
     offset: int
     source: NotifySource
@@ -97,7 +110,13 @@ class PromptStart:
 
 @dataclass(frozen=True, slots=True)
 class Cwd:
-    """OSC 7 working-directory report; ``path`` percent-decoded, absolute."""
+    """OSC 7 working-directory report (agents.md §7.2).
+
+    Attributes:
+        offset: absolute stream offset (bytes) just after the terminator.
+        path: absolute path, percent-decoded (UTF-8, replacement on errors), no NUL;
+            the store still checks that it is an existing directory.
+    """
 
     offset: int
     path: str
@@ -112,11 +131,15 @@ class Bell:
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """Terminal query that may need a reply (answered by term/replies.py, agents.md §7.5).
+    """Terminal query that may need a reply (term/replies.py; agents.md §7.4, §7.5).
 
-    ``raw`` is the sequence: for OSC queries the bytes as received, terminator included
-    (a reply is "terminated like the query"); for CSI queries ``ESC [ params final``
-    without any control bytes that were executed inside it.
+    Attributes:
+        offset: absolute stream offset (bytes) just after the query's last byte.
+        kind: one of the ``QUERY_*`` constants (``"7501"``, ``"da1"``, ``"dsr5"``,
+            ``"dsr6"``, ``"osc10"``, ``"osc11"``).
+        raw: for OSC queries the bytes as received, terminator included (a reply is
+            "terminated like the query"); for CSI queries ``ESC [ params final``
+            without control bytes that were executed inside it.
     """
 
     offset: int
@@ -286,7 +309,7 @@ class OscScanner:
             self.reset()
         return stop + 1
 
-    def _step(self, byte: int, end: int, items: list[Item], i: int = 0) -> int:
+    def _step(self, byte: int, end: int, items: list[Item], i: int) -> int:
         """Advance one byte in a non-ground state; return the index of the next byte.
 
         ``end`` is the absolute offset just after ``byte``; ``i`` its index in the chunk.

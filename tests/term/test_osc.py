@@ -9,7 +9,12 @@ import random
 
 import pytest
 
-from signaltty.core.limits import MAX_OSC_PAYLOAD, MAX_TITLE
+from signaltty.core.limits import (
+    MAX_NOTIFICATION_BODY,
+    MAX_NOTIFICATION_TITLE,
+    MAX_OSC_PAYLOAD,
+    MAX_TITLE,
+)
 from signaltty.term.osc import (
     QUERY_DA1,
     QUERY_DSR_CURSOR,
@@ -169,6 +174,41 @@ CASES: list[tuple[str, bytes, list[Item]]] = [
     ("c1-osc-not-interpreted", b"\xc2\x9d0;x\x07", [Bell(6)]),
     ("c1-csi-not-interpreted", b"\xc2\x9b6n", []),
     ("plain-arrow", "➜ done\x07".encode(), [Bell(9)]),
+    # Runs of SGR (the fast path) followed by what it must stop at.
+    ("sgr-bel-sgr", b"\x1b[31m\x07\x1b[0m\x07", [Bell(6), Bell(11)]),
+    ("sgr-text-query", b"\x1b[31mab\x1b[m\x1b[6n", [Query(14, QUERY_DSR_CURSOR, b"\x1b[6n")]),
+    ("sgr-osc", b"\x1b[1m\x1b[0m" + osc(b"2;t"), [Title(14, 2, "t")]),
+    ("sgr-incomplete", b"\x1b[1mx\x1b[38;5", []),
+    ("sgr-then-ris", b"\x1b[1m\x1bc", [Reset(6)]),
+    # Caps at N and N + 1 characters after sanitizing.
+    ("title-at-cap", osc(b"0;" + b"t" * MAX_TITLE), [Title(MAX_TITLE + 5, 0, "t" * MAX_TITLE)]),
+    (
+        "title-over-cap",
+        osc(b"0;" + b"t" * (MAX_TITLE + 1)),
+        [Title(MAX_TITLE + 6, 0, "t" * (MAX_TITLE - 1) + "…")],
+    ),
+    (
+        "notify-caps",
+        osc(
+            b"777;notify;"
+            + b"T" * (MAX_NOTIFICATION_TITLE + 1)
+            + b";"
+            + b"B" * MAX_NOTIFICATION_BODY
+        ),
+        [
+            Notify(
+                MAX_NOTIFICATION_TITLE + MAX_NOTIFICATION_BODY + 16,
+                "osc777",
+                "T" * (MAX_NOTIFICATION_TITLE - 1) + "…",
+                "B" * MAX_NOTIFICATION_BODY,
+            )
+        ],
+    ),
+    (
+        "notify-body-over-cap",
+        osc(b"9;" + b"B" * (MAX_NOTIFICATION_BODY + 1)),
+        [Notify(MAX_NOTIFICATION_BODY + 6, "osc9", None, "B" * (MAX_NOTIFICATION_BODY - 1) + "…")],
+    ),
 ]
 
 
@@ -268,7 +308,7 @@ def test_items_are_frozen_and_slotted() -> None:
 
 
 # Fuzz: bytes biased towards the ones that drive the state machine.
-_ALPHABET = b"\x1b\x07\x18\x1a]\\[P_X^c;?=:0123456789A/\xc2\x9c\x9d\x9b\xe2\x9e\x7f\n ab"
+_ALPHABET = b"\x1b\x07\x18\x1a]\\[P_X^cnm;?=:0123456789A/\xc2\x9c\x9d\x9b\xe2\x9e\x7f\n ab"
 
 
 def _random_bytes(rng: random.Random, size: int) -> bytes:
