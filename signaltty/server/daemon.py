@@ -304,7 +304,12 @@ class Daemon:
 
 
 def _loop_factory() -> Any:
-    """uvloop when importable, else the stdlib loop (README "Requirements")."""
+    """uvloop when importable, else the stdlib loop (README "Requirements").
+
+    ``SIGNALTTY_LOOP=asyncio`` forces the stdlib loop (tests run both).
+    """
+    if os.environ.get("SIGNALTTY_LOOP") == "asyncio":
+        return None
     try:
         import uvloop
     except ImportError:

@@ -284,7 +284,7 @@ class Listener:
         """Bind, chmod 0600 and listen (the socket file is the singleton lock)."""
         old_umask = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(self._on_client, path=path)
+            self._server = await asyncio.start_unix_server(self._on_client, path=path, backlog=MAX_CONNECTIONS * 2)
         finally:
             os.umask(old_umask)
         os.chmod(path, 0o600)

@@ -84,6 +84,7 @@ class PaneRuntime:
         self._settled = asyncio.Event()
         self._settled.set()
         self._input_lock = asyncio.Lock()
+        self._writable: asyncio.Future[None] | None = None
         self._output_listeners: set[Callable[[bytes], None]] = set()
         self._progress_pending: dict[str, Any] | None = None
         self._progress_handle: asyncio.TimerHandle | None = None
@@ -374,11 +375,17 @@ class PaneRuntime:
                 fut.set_result(None)
 
         self._loop.add_writer(fd, ready)
+        self._writable = fut
         try:
             await asyncio.wait_for(asyncio.shield(fut), min(timeout, 0.5))
         except TimeoutError:
             pass
         finally:
+            self._writable = None
+            self._remove_writer(fd)
+
+    def _remove_writer(self, fd: int) -> None:
+        if fd >= 0:
             try:
                 self._loop.remove_writer(fd)
             except (ValueError, OSError):
@@ -450,6 +457,10 @@ class PaneRuntime:
         if self.proc is None or self.proc.master_fd < 0:
             return
         self._stop_reading()
+        # libuv aborts the whole process if a registered fd is closed under it.
+        self._remove_writer(self.proc.master_fd)
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
         try:
             os.close(self.proc.master_fd)
         except OSError:
