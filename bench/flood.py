@@ -289,6 +289,7 @@ class StatusProbe(threading.Thread):
             "max_ms": max(lat) if lat else None,
             "max_at_s": worst[0] if worst else None,
             "over_100ms": sum(1 for x in lat if x > 100),
+            "worst": [[round(t, 3), round(ms, 1)] for t, ms in sorted(self.samples, key=lambda s: -s[1])[:5]],
             "errors": self.errors[:5],
         }
 
