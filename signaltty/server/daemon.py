@@ -86,6 +86,7 @@ class Daemon:
         self._last_tail_save = 0.0
         self._saved_offsets: dict[str, int] = {}
         self._reapers: set[asyncio.Task[None]] = set()
+        self._hurry = False
 
     # ---------------------------------------------------------------- start
 
@@ -171,7 +172,13 @@ class Daemon:
         if interval:
             self._spawn_bg(self._watchdog(interval), "watchdog")
         sdnotify.ready(f"listening on {self.socket_path}")
-        log.info("daemon.ready", socket=str(self.socket_path), pid=os.getpid(), version=__version__)
+        log.info(
+            "daemon.ready",
+            socket=str(self.socket_path),
+            pid=os.getpid(),
+            version=__version__,
+            loop=type(loop).__module__,
+        )
         await self._stop.wait()
         assert self._shutdown_task is not None
         await self._shutdown_task
@@ -233,9 +240,12 @@ class Daemon:
     # ---------------------------------------------------------------- shutdown
 
     def request_shutdown(self) -> None:
-        """Begin the shutdown sequence (idempotent; a second signal only waits for the snapshot)."""
+        """Begin the shutdown sequence; a second request skips the grace period for children
+        (the snapshot is still written first; desktop-and-service.md §2.2)."""
         if self._shutdown_task is None:
             self._shutdown_task = asyncio.get_running_loop().create_task(self._shutdown())
+        else:
+            self._hurry = True
 
     def reap_later(self, rt: PaneRuntime) -> None:
         """After ``pane.close``: SIGKILL the group if the child is still there after 5 s."""
@@ -290,8 +300,10 @@ class Daemon:
         for rt in live:
             rt.terminate(signal.SIGHUP)
             rt.close()
-        deadline = time.monotonic() + _KILL_AFTER_S
+        deadline = time.monotonic() + (0 if self._hurry else _KILL_AFTER_S)
         for rt in live:
+            if self._hurry:
+                break
             await rt.wait_exit(max(0.0, deadline - time.monotonic()))
         for rt in live:
             if not await rt.wait_exit(0):

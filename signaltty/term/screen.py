@@ -26,7 +26,7 @@ import abc
 import copy
 import re
 import unicodedata
-from collections import Counter, defaultdict, deque
+from collections import Counter, deque
 from collections.abc import Callable, Generator
 from itertools import islice
 from operator import itemgetter
@@ -117,7 +117,28 @@ _SGR_RESET: Final[dict[str, Any]] = {
     "blink": False,
 }
 
-Grid = defaultdict[int, StaticDefaultDict[int, Char]]
+
+
+class _Grid(dict[int, StaticDefaultDict[int, Char]]):
+    """Rows by index (pyte's ``buffer``). An absent row is a row of ``fill`` cells, so a full
+    clear, a coloured clear or DECALN is O(1) instead of O(rows) or O(cells)."""
+
+    __slots__ = ("fill",)
+
+    def __init__(self, fill: Char = _BLANK) -> None:
+        super().__init__()
+        self.fill = fill
+
+    def __missing__(self, y: int) -> StaticDefaultDict[int, Char]:
+        row = self[y] = StaticDefaultDict[int, Char](self.fill)
+        return row
+
+    def text(self, y: int, columns: int) -> str:
+        """Row ``y`` rendered and right-trimmed (see ``_render_row``)."""
+        row = self.get(y)
+        if row is None:
+            return (self.fill.data * columns).rstrip(" ")
+        return _render_row(row, columns)
 
 
 class _Widths(dict[str, int]):
@@ -145,11 +166,11 @@ def _prefix(n: int) -> list[int]:
     return keys
 
 
-def _render_row(line: StaticDefaultDict[int, Char] | None, columns: int) -> str:
+def _render_row(line: StaticDefaultDict[int, Char], columns: int) -> str:
     """Render one row as text, right-trimmed of spaces.
 
     Args:
-        line: the row's cells (``None`` or empty for a blank row).
+        line: the row's cells; absent cells are ``line.default``.
         columns: screen width in cells; cells at or beyond it are ignored.
 
     Returns:
@@ -157,8 +178,6 @@ def _render_row(line: StaticDefaultDict[int, Char] | None, columns: int) -> str:
         by overwriting the left half of a wide character is skipped instead of raising the
         ``IndexError`` that pyte 0.8.2's ``display`` raises.
     """
-    if line is None:
-        return ""
     fill = line.default.data
     if not line:
         return (fill * columns).rstrip(" ")
@@ -424,7 +443,7 @@ class HardenedScreen(pyte.Screen):
         self.alt_active = False
         self.changed = True
         self.draw_progress = 0
-        self._main: tuple[Grid, Cursor] | None = None
+        self._main: tuple[_Grid, Cursor] | None = None
         self._saved: Savepoint | None = None
         self._last_char = ""
         self._glyph_sets: dict[int, _Glyphs] = {}
@@ -441,13 +460,16 @@ class HardenedScreen(pyte.Screen):
         """Blank cell. DECSCNM is a flag here, so blanks never carry ``reverse``."""
         return _BLANK
 
-    @staticmethod
-    def _new_grid() -> Grid:
-        return defaultdict(lambda: StaticDefaultDict[int, Char](_BLANK))
+    buffer: _Grid  # type: ignore[assignment]
+
+    def cell(self, y: int, x: int) -> Char:
+        """Cell at row ``y``, column ``x`` of the active grid, without materializing the row."""
+        row = self.buffer.get(y)
+        return self.buffer.fill if row is None else row[x]
 
     def render_row(self, y: int) -> str:
         """Row ``y`` of the active grid as right-trimmed text."""
-        return _render_row(self.buffer.get(y), self.columns)
+        return self.buffer.text(y, self.columns)
 
     @property
     def display(self) -> list[str]:
@@ -455,7 +477,7 @@ class HardenedScreen(pyte.Screen):
         return [self.render_row(y).ljust(self.columns) for y in range(self.lines)]
 
     @property
-    def main_grid(self) -> Grid:
+    def main_grid(self) -> _Grid:
         """The main grid, also while the alternate grid is shown."""
         return self._main[0] if self._main is not None else self.buffer
 
@@ -650,9 +672,24 @@ class HardenedScreen(pyte.Screen):
     def repeat_last(self, count: int | None = None, *_args: Any, **_kwargs: Any) -> None:
         """REP ``CSI n b``: draw the last graphic character ``n`` times, at most up to the end
         of the row (as tmux clamps it), so one 8-byte sequence cannot draw a whole screen."""
-        if self._last_char and not _kwargs.get("private"):
-            room = max(self.columns - self.cursor.x, 1)
-            self.draw(self._last_char * _count(count, room))
+        char = self._last_char
+        if not char or _kwargs.get("private"):
+            return
+        cursor = self.cursor
+        x = cursor.x
+        n = _count(count, max(self.columns - x, 1))
+        if x >= self.columns or _WIDTH[char] != 1 or mo.IRM in self.mode:
+            self.draw(char * n)
+            return
+        # One C-level fill instead of n glyph lookups.
+        attrs = cursor.attrs
+        glyphs = self._glyphs if self._glyphs.attrs is attrs else self._glyph_set(attrs)
+        line = self.buffer[cursor.y]
+        self._split_wide_left(line, x)
+        line.update(dict.fromkeys(range(x, x + n), glyphs[char]))
+        self._split_wide_right(line, x + n)
+        cursor.x = x + n
+        self.changed = True
 
     # --- scrolling ------------------------------------------------------------------------------
 
@@ -665,7 +702,7 @@ class HardenedScreen(pyte.Screen):
             push = self.history.append
             columns = self.columns
             for y in range(count):
-                push(_render_row(buf.get(y), columns))
+                push(buf.text(y, columns))
         if top == 0 and bottom == self.lines - 1:
             moved = {y - count: line for y, line in buf.items() if y >= count}
         else:
@@ -677,7 +714,7 @@ class HardenedScreen(pyte.Screen):
         buf.clear()
         buf.update(moved)
         blank = self._erase_blank()
-        if blank is not _BLANK:
+        if blank != buf.fill:
             for y in range(bottom - count + 1, bottom + 1):
                 buf[y] = self._blank_row(blank)
         self.changed = True
@@ -694,7 +731,7 @@ class HardenedScreen(pyte.Screen):
         buf.clear()
         buf.update(moved)
         blank = self._erase_blank()
-        if blank is not _BLANK:
+        if blank != buf.fill:
             for y in range(top, top + count):
                 buf[y] = self._blank_row(blank)
         self.changed = True
@@ -767,12 +804,12 @@ class HardenedScreen(pyte.Screen):
     def _erase_rows(self, first: int, stop: int) -> None:
         buf = self.buffer
         blank = self._erase_blank()
-        if blank is _BLANK:
-            if first <= 0 and stop >= self.lines:
-                buf.clear()
-            else:
-                for y in range(first, stop):
-                    buf.pop(y, None)
+        if first <= 0 and stop >= self.lines:
+            buf.clear()
+            buf.fill = blank
+        elif blank == buf.fill:
+            for y in range(first, stop):
+                buf.pop(y, None)
         else:
             for y in range(first, stop):
                 buf[y] = self._blank_row(blank)
@@ -883,14 +920,12 @@ class HardenedScreen(pyte.Screen):
     def alignment_display(self, *_args: Any, **_kwargs: Any) -> None:
         """DECALN ``ESC # 8``: fill the grid with ``E``, reset margins, home the cursor (VT510).
 
-        Each row is an empty row whose default cell is ``E``: O(rows) per sequence instead of
-        pyte's O(cells) rewrite (48 s per 16 KiB flood at 120x40).
+        The grid becomes empty with ``E`` as its fill: O(1) per sequence instead of pyte's
+        O(cells) rewrite (48 s per 16 KiB flood at 120x40).
         """
         self.margins = None
-        buf = self.buffer
-        buf.clear()
-        for y in range(self.lines):
-            buf[y] = self._blank_row(_ALIGNMENT)
+        self.buffer.clear()
+        self.buffer.fill = _ALIGNMENT
         self.cursor.x = self.cursor.y = 0
         self.changed = True
 
@@ -1078,7 +1113,7 @@ class HardenedScreen(pyte.Screen):
         if self.alt_active:
             return
         self._main = (self.buffer, copy.copy(self.cursor))
-        self.buffer = self._new_grid()
+        self.buffer = _Grid()
         self.alt_active = True
         self.changed = True
 
@@ -1140,6 +1175,7 @@ class HardenedScreen(pyte.Screen):
     def reset(self, *_args: Any, **_kwargs: Any) -> None:
         """RIS: blank main grid, default modes; history is kept (xterm keeps saved lines)."""
         super().reset()
+        self.buffer = _Grid()
         self.alt_active = False
         self._main = None
         self._saved = None
@@ -1207,6 +1243,9 @@ class HardenedScreen(pyte.Screen):
                     self._fix_last_column(line, columns)
             cursor.y = min(cursor.y, lines - 1)
             cursor.x = min(cursor.x, columns - 1)
+            if buf.fill != _BLANK:
+                for y in range(self.lines, lines):  # rows added at the bottom are blank
+                    buf[y] = self._blank_row(_BLANK)
         old_columns = self.columns
         self.lines, self.columns = lines, columns
         if columns > old_columns:
@@ -1216,11 +1255,11 @@ class HardenedScreen(pyte.Screen):
         self.margins = None
         self.changed = True
 
-    def _drop_rows(self, buf: Grid, cursor: Cursor, count: int, *, to_history: bool) -> None:
+    def _drop_rows(self, buf: _Grid, cursor: Cursor, count: int, *, to_history: bool) -> None:
         old = self.lines
         trimmed = 0
         for y in range(old - 1, cursor.y, -1):
-            if trimmed == count or _render_row(buf.get(y), self.columns):
+            if trimmed == count or buf.text(y, self.columns):
                 break
             trimmed += 1
         for y in range(old - trimmed, old):
@@ -1230,7 +1269,7 @@ class HardenedScreen(pyte.Screen):
             return
         if to_history:
             for y in range(shift):
-                self.history.append(_render_row(buf.get(y), self.columns))
+                self.history.append(buf.text(y, self.columns))
         moved = {y - shift: line for y, line in buf.items() if y >= shift}
         buf.clear()
         buf.update(moved)
@@ -1791,7 +1830,9 @@ def _snapshot(screen: HardenedScreen) -> bytes:
     buf = screen.buffer
     for y in range(rows):
         line = buf.get(y)
-        if line is not None and (line or line.default != _BLANK):
+        if line is None:
+            line = StaticDefaultDict[int, Char](buf.fill)
+        if line or line.default != _BLANK:
             _paint_row(line, y, columns, out)
     margins = screen.margins
     if margins is not None:
@@ -1803,11 +1844,10 @@ def _snapshot(screen: HardenedScreen) -> bytes:
     top = margins.top if origin and margins is not None else 0
     if cursor.x >= columns:
         # Pending wrap: redraw the last cell so the terminal is left in the same state.
-        line = buf.get(cursor.y)
         x = columns - 1
-        if line is not None and not line[x].data and x > 0 and line[x - 1].data:
+        if not screen.cell(cursor.y, x).data and x > 0 and screen.cell(cursor.y, x - 1).data:
             x -= 1
-        cell = line[x] if line is not None else _BLANK
+        cell = screen.cell(cursor.y, x)
         out.append(f"\x1b[{cursor.y - top + 1};{x + 1}H{_sgr_sequence(cell)}{cell.data or ' '}")
     else:
         out.append(f"\x1b[{cursor.y - top + 1};{cursor.x + 1}H")
@@ -1937,7 +1977,7 @@ class PyteScreen(VirtualScreen):
         self._apply_all()
         screen = self._screen
         grid = screen.main_grid
-        rows = [_render_row(grid.get(y), screen.columns) for y in range(screen.lines)]
+        rows = [grid.text(y, screen.columns) for y in range(screen.lines)]
         while rows and not rows[-1]:
             rows.pop()
         want = max(lines, 0)

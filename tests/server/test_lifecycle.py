@@ -260,3 +260,43 @@ def test_invalid_config_uses_defaults_and_reports(tmp_root):
         assert "screen_sweep_ms" in d.call("server.status")["config_error"]
     finally:
         d.stop()
+
+
+def test_sighup_ignoring_child_is_killed_after_grace(tmp_root):
+    d = DaemonProc(tmp_root)
+    d.start()
+    _spawn(d, [PY, "-c", "import signal,time\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nprint('armed', flush=True)\ntime.sleep(120)"])
+    pane_id = d.call("pane.list")["panes"][0]["id"]
+    d.call("pane.wait_for_output", {"pane_id": pane_id, "match": "armed", "timeout_s": 10})
+    kids = psutil.Process(d.proc.pid).children(recursive=True)
+    t0 = time.monotonic()
+    assert d.stop() == 0
+    assert time.monotonic() - t0 >= 2.5  # SIGKILL only after the 3 s grace
+    gone, alive = psutil.wait_procs(kids, timeout=5)
+    assert not alive
+
+
+def test_workspace_rename_close_and_handles(daemon):
+    a = daemon.call("workspace.create", {"name": "Same Name"})["workspace"]
+    b = daemon.call("workspace.create", {"name": "same  name!"})["workspace"]
+    assert (a["handle"], b["handle"]) == ("same-name", "same-name-2")
+    assert daemon.call("workspace.create", {"name": "日本"})["workspace"]["handle"] == "ws"
+    r = daemon.call("workspace.rename", {"workspace_id": "same-name-2", "name": "Other"})
+    assert r["workspace"]["name"] == "Other" and r["workspace"]["handle"] == "same-name-2"
+    from signaltty.proto.envelope import SignalttyError
+    with pytest.raises(SignalttyError) as exc:
+        daemon.call("workspace.rename", {"workspace_id": a["id"], "name": " \x1b[31m "})
+    assert exc.value.code == "BAD_PARAMS"
+    with pytest.raises(SignalttyError) as exc:
+        daemon.call("workspace.create", {"cwd": "relative/dir"})
+    assert exc.value.code == "BAD_PARAMS" and exc.value.details["field"] == "cwd"
+    p = daemon.call("pane.spawn", {"workspace_id": a["id"], "argv": ["sleep", "60"]})["pane"]
+    sub = daemon.client(timeout=None)
+    sub.call("subscribe", {"events": ["pane.closed", "workspace.closed"]})
+    assert daemon.call("workspace.close", {"workspace_id": a["handle"]}) == {"closed": True}
+    assert sub.next_event(timeout=5)["event"] == "pane.closed"
+    ev = sub.next_event(timeout=5)
+    assert ev["event"] == "workspace.closed" and ev["payload"] == {"workspace_id": a["id"]}
+    sub.close()
+    assert [w["id"] for w in daemon.call("workspace.list")["workspaces"]][0] == b["id"]
+    assert p["workspace_id"] == a["id"]
