@@ -50,6 +50,10 @@ _PROGRESS_WINDOW_S = 0.25
 # After the child exits, read what it left in the PTY, at most this much at once.
 _EXIT_DRAIN_BYTES = 4 * 1024 * 1024
 _MAX_REPLIES_PER_CHUNK = 16
+# One drain step: at most SCREEN_SLICE_BYTES, in pieces, for at most this long (README quality
+# bar: the loop is never blocked for more than 50 ms).
+_SLICE_S = 0.010
+_PIECE_BYTES = 2048
 # OSC 7 cwd reports name this host (agents.md §7.2).
 _HOSTNAME = socket.gethostname()
 
@@ -282,7 +286,14 @@ class PaneRuntime:
     async def _drain(self) -> None:
         try:
             while self.screen.pending:
-                self.screen.drain(SCREEN_SLICE_BYTES)
+                # Feed small pieces until the time slice is used up, then yield: escape-dense
+                # or scroll-heavy input costs far more per byte than plain text.
+                deadline = time.perf_counter() + _SLICE_S
+                fed = 0
+                while self.screen.pending and fed < SCREEN_SLICE_BYTES:
+                    fed += self.screen.drain(_PIECE_BYTES)
+                    if time.perf_counter() >= deadline:
+                        break
                 if self._paused and self.screen.pending < _PENDING_LOW:
                     self._paused = False
                     self._start_reading()

@@ -10,7 +10,7 @@ The pyte backend keeps pyte's data model (``Char`` cells in a sparse ``buffer``,
 * ``TolerantStream`` is a byte-exact ECMA-48 tokenizer (CSI private markers and intermediates,
   colon sub-parameters, OSC with a length cap, DCS/SOS/PM/APC swallowed, ``ESC`` inside a
   sequence restarts it) with regex fast paths for whole sequences. pyte 0.8.2 draws the tail of
-  sequences it does not understand (``CSI < 1 u`` shows ``1u``), swallows text after ``ESC P``,
+  sequences it does not understand (``CSI < 1 u`` shows ``1u``), draws DCS payloads as text,
   raises ``ValueError`` on parameters longer than 4300 digits, and drops the rest of a feed on
   any handler exception.
 * ``HardenedScreen`` accepts ``*args, **kwargs`` in every handler, bounds every count by the
@@ -77,6 +77,7 @@ _STRING_INTRODUCERS: Final = frozenset("PX^_")  # DCS, SOS, PM, APC
 _ALT_MODES: Final = frozenset({47, 1047, 1049})
 _ALT_KEYS: Final = frozenset(m << 5 for m in _ALT_MODES)  # pyte stores private modes << 5
 _DECCOLM_PARAM: Final = 3
+_DECCKM: Final = 1 << 5  # application cursor keys (private mode 1)
 # Private modes that change what the viewer's terminal sends (keys, mouse, paste, focus); the
 # snapshot replays them so an attached terminal behaves like the one the program set up.
 _INPUT_MODES: Final = (1, 66, 1000, 1002, 1003, 1004, 1005, 1006, 1015, 2004)
@@ -116,7 +117,6 @@ _SGR_RESET: Final[dict[str, Any]] = {
     "reverse": False,
     "blink": False,
 }
-
 
 
 class _Grid(dict[int, StaticDefaultDict[int, Char]]):
@@ -194,7 +194,7 @@ def _render_row(line: StaticDefaultDict[int, Char], columns: int) -> str:
 
 def _count(value: Any, limit: int) -> int:
     """A CSI count: 0 or missing means 1, and never more than ``limit`` (cells or rows)."""
-    return min(value or 1, limit) if isinstance(value, int) and value > 0 else 1
+    return min(value, limit) if isinstance(value, int) and value > 0 else 1
 
 
 class TailText(NamedTuple):
@@ -217,7 +217,7 @@ class VirtualScreen(abc.ABC):
     """
 
     @abc.abstractmethod
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Queue raw PTY output; O(1) apart from copying a mutable buffer.
 
         Args:
@@ -408,15 +408,18 @@ class HardenedScreen(pyte.Screen):
       ever-growing cell is quadratic).
     * Denial of service: ``ESC # 8`` rewrote every cell (48 s per 16 KiB at 120x40), DECSCNM
       toggles rewrote every cell (17 s per 10 KiB), ``CSI 2 J`` touched every written cell,
-      ``ESC 7`` grew an unbounded save stack. DECALN and erases now replace whole rows, DECSCNM
-      is a flag applied when rendering, and there is one DECSC slot (xterm semantics).
+      ``ESC 7`` grew an unbounded save stack. A full clear and DECALN now empty the grid and
+      set its fill cell (O(1)), DECSCNM is only recorded (the snapshot replays it), and there
+      is one DECSC slot (xterm semantics). REP is clamped to the end of the row (tmux).
     * DECCOLM (``CSI ? 3 h``) resized the model to 132 columns behind the PTY's back; ignored
       (xterm ignores it by default too).
     * Tab stops were not extended when the screen grew and stale stops beyond a shrunk width
       moved the cursor off the grid; erases painted bold/underline/reverse of the cursor onto
       blanks (now: background colour erase only); ED 3 cleared the screen (now: the history,
       as in xterm); NEL did not return to column 0; moves from outside the scroll region were
-      clamped into it; ``CSI r`` did not home the cursor.
+      clamped into it; ``CSI r`` did not home the cursor; DL kept the cursor row when the rows
+      below had never been written; at a pending wrap EL/ECH/DCH/ICH erased nothing (xterm
+      and ghostty act on the last column and end the pending wrap).
 
     Additions: alternate screen (``?47``/``?1047``/``?1049``: entering saves the main grid and
     cursor and starts a blank grid, leaving restores them; agents.md §7.6), bounded history of
@@ -460,7 +463,7 @@ class HardenedScreen(pyte.Screen):
         """Blank cell. DECSCNM is a flag here, so blanks never carry ``reverse``."""
         return _BLANK
 
-    buffer: _Grid  # type: ignore[assignment]
+    buffer: _Grid
 
     def cell(self, y: int, x: int) -> Char:
         """Cell at row ``y``, column ``x`` of the active grid, without materializing the row."""
@@ -576,7 +579,9 @@ class HardenedScreen(pyte.Screen):
         """Write a run of width-1 characters, wrapping at the right edge (hot path)."""
         cursor = self.cursor
         columns = self.columns
-        glyphs = self._glyphs if self._glyphs.attrs is cursor.attrs else self._glyph_set(cursor.attrs)
+        glyphs = (
+            self._glyphs if self._glyphs.attrs is cursor.attrs else self._glyph_set(cursor.attrs)
+        )
         get_glyph = glyphs.__getitem__
         i = 0
         n = len(text)
@@ -643,7 +648,9 @@ class HardenedScreen(pyte.Screen):
                 x = 0
             else:
                 x = columns - 2
-        glyphs = self._glyphs if self._glyphs.attrs is cursor.attrs else self._glyph_set(cursor.attrs)
+        glyphs = (
+            self._glyphs if self._glyphs.attrs is cursor.attrs else self._glyph_set(cursor.attrs)
+        )
         line = self.buffer[cursor.y]
         if mo.IRM in self.mode:
             self._insert_blanks(line, x, 2)
@@ -841,8 +848,9 @@ class HardenedScreen(pyte.Screen):
             how: 0 cursor to end, 1 start to cursor, 2 whole grid, 3 history (xterm's "erase
                 saved lines"; pyte cleared the grid); other values are ignored.
         """
+        self._clear_wrap()
         y = self.cursor.y
-        x = min(self.cursor.x, self.columns - 1)
+        x = self.cursor.x
         if how == 0:
             self._erase_span(y, x, self.columns)
             self._erase_rows(y + 1, self.lines)
@@ -855,9 +863,14 @@ class HardenedScreen(pyte.Screen):
             self.history.clear()
 
     def erase_in_line(self, how: int = 0, *_args: Any, **_kwargs: Any) -> None:
-        """EL (and DECSEL): 0 cursor to end, 1 start to cursor, 2 whole row; others ignored."""
+        """EL (and DECSEL): 0 cursor to end, 1 start to cursor, 2 whole row; others ignored.
+
+        Like every erase, insert and delete here, EL ends a pending wrap: at the right edge it
+        erases the last column (xterm, ghostty); pyte erased nothing and wrapped later.
+        """
+        self._clear_wrap()
         y = self.cursor.y
-        x = min(self.cursor.x, self.columns - 1)
+        x = self.cursor.x
         if how == 0:
             self._erase_span(y, x, self.columns)
         elif how == 1:
@@ -868,7 +881,8 @@ class HardenedScreen(pyte.Screen):
     def erase_characters(self, count: int | None = None, *_args: Any, **kwargs: Any) -> None:
         if kwargs.get("private"):
             return
-        x = min(self.cursor.x, self.columns - 1)
+        self._clear_wrap()
+        x = self.cursor.x
         self._erase_span(self.cursor.y, x, x + _count(count, self.columns))
 
     def _insert_blanks(self, line: StaticDefaultDict[int, Char], x: int, count: int) -> None:
@@ -892,15 +906,16 @@ class HardenedScreen(pyte.Screen):
         """ICH: insert blanks at the cursor, shifting the rest of the row right."""
         if kwargs.get("private"):
             return
-        x = min(self.cursor.x, self.columns - 1)
-        self._insert_blanks(self.buffer[self.cursor.y], x, _count(count, self.columns))
+        self._clear_wrap()
+        self._insert_blanks(self.buffer[self.cursor.y], self.cursor.x, _count(count, self.columns))
 
     def delete_characters(self, count: int | None = None, *_args: Any, **kwargs: Any) -> None:
         """DCH: delete cells at the cursor, shifting the rest of the row left."""
         if kwargs.get("private"):
             return
+        self._clear_wrap()
         columns = self.columns
-        x = min(self.cursor.x, columns - 1)
+        x = self.cursor.x
         count = min(_count(count, columns), columns - x)
         line = self.buffer[self.cursor.y]
         self._split_wide_left(line, x)
@@ -932,7 +947,7 @@ class HardenedScreen(pyte.Screen):
     # --- cursor movement ------------------------------------------------------------------------
 
     def cursor_up(self, count: int | None = None, *_args: Any, **kwargs: Any) -> None:
-        """CUU: stops at the top margin when starting inside the region, else at row 0."""
+        """CUU: stops at the top margin when starting at or below it, else at row 0."""
         if kwargs.get("private"):
             return
         top, _bottom = self._region()
@@ -941,7 +956,7 @@ class HardenedScreen(pyte.Screen):
         self._clear_wrap()
 
     def cursor_down(self, count: int | None = None, *_args: Any, **kwargs: Any) -> None:
-        """CUD: stops at the bottom margin when starting inside the region, else the last row."""
+        """CUD: stops at the bottom margin when starting at or above it, else at the last row."""
         if kwargs.get("private"):
             return
         _top, bottom = self._region()
@@ -1135,7 +1150,8 @@ class HardenedScreen(pyte.Screen):
         """SGR from integer parameters (pyte's signature); private forms are ignored."""
         if kwargs.get("private"):
             return
-        groups = [(min(max(int(a), 0), _PARAM_MAX),) for a in attrs] or [(0,)]
+        groups: list[tuple[int, ...]] = [(min(max(int(a), 0), _PARAM_MAX),) for a in attrs]
+        groups = groups or [(0,)]
         self.cursor.attrs = _sgr_apply(self.cursor.attrs, groups)
 
     def apply_sgr(self, params: str) -> None:
@@ -1162,7 +1178,7 @@ class HardenedScreen(pyte.Screen):
 
     def soft_reset(self, *_args: Any, **_kwargs: Any) -> None:
         """DECSTR ``CSI ! p``: modes, margins, attributes, charsets and the DECSC slot."""
-        self.mode.difference_update({mo.IRM, mo.DECOM, 1 << 5})
+        self.mode.difference_update({mo.IRM, mo.DECOM, _DECCKM})
         self.mode.add(mo.DECTCEM)
         self.cursor.hidden = False
         self.margins = None
@@ -1550,7 +1566,7 @@ class TolerantStream(pyte.ByteStream):
                 pos = end
             self._taking_plain_text = ground
             return n
-        except Exception as exc:  # last line of defence: never lose the rest of the output
+        except Exception as exc:  # noqa: BLE001 - last line of defence: keep the rest of the output
             self._record_fault(exc)
             self._initialize_parser()
             if run >= 0:
@@ -1628,7 +1644,7 @@ class TolerantStream(pyte.ByteStream):
 
     # --- character-level state machine ----------------------------------------------------------
 
-    def _parser_fsm(self) -> _Parser:  # type: ignore[override]
+    def _parser_fsm(self) -> _Parser:
         """Yields True at ground (the feed loop may take plain text itself), False inside a
         sequence. Sub-machines return a character to re-process, or None."""
         char = yield True
@@ -1841,16 +1857,22 @@ def _snapshot(screen: HardenedScreen) -> bytes:
     if origin:
         out.append("\x1b[?6h")
     cursor = screen.cursor
-    top = margins.top if origin and margins is not None else 0
-    if cursor.x >= columns:
+    top = 0
+    row = cursor.y
+    if origin and margins is not None:
+        # Rows are relative to the region; a cursor outside it (only DECRC puts it there)
+        # cannot be placed again, so it is clamped into the region.
+        top = margins.top
+        row = min(max(row, margins.top), margins.bottom)
+    if cursor.x >= columns and row == cursor.y:
         # Pending wrap: redraw the last cell so the terminal is left in the same state.
         x = columns - 1
-        if not screen.cell(cursor.y, x).data and x > 0 and screen.cell(cursor.y, x - 1).data:
+        if not screen.cell(row, x).data and x > 0 and screen.cell(row, x - 1).data:
             x -= 1
-        cell = screen.cell(cursor.y, x)
-        out.append(f"\x1b[{cursor.y - top + 1};{x + 1}H{_sgr_sequence(cell)}{cell.data or ' '}")
+        cell = screen.cell(row, x)
+        out.append(f"\x1b[{row - top + 1};{x + 1}H{_sgr_sequence(cell)}{cell.data or ' '}")
     else:
-        out.append(f"\x1b[{cursor.y - top + 1};{cursor.x + 1}H")
+        out.append(f"\x1b[{row - top + 1};{min(cursor.x, columns - 1) + 1}H")
     if mo.DECAWM not in mode:
         out.append("\x1b[?7l")
     if mo.IRM in mode:
@@ -1884,7 +1906,11 @@ class PyteScreen(VirtualScreen):
     """
 
     def __init__(
-        self, cols: int = COLS_DEFAULT, rows: int = ROWS_DEFAULT, *, history_lines: int = HISTORY_LINES
+        self,
+        cols: int = COLS_DEFAULT,
+        rows: int = ROWS_DEFAULT,
+        *,
+        history_lines: int = HISTORY_LINES,
     ) -> None:
         self._screen = HardenedScreen(cols, rows, history_lines)
         self._stream = TolerantStream(self._screen)
@@ -1899,7 +1925,7 @@ class PyteScreen(VirtualScreen):
 
     # --- input --------------------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
         self._pending.append(data)
 
     @property
@@ -1911,7 +1937,7 @@ class PyteScreen(VirtualScreen):
         if chunk:
             try:
                 self._stream.feed(chunk)
-            except Exception as exc:  # the stream catches per element; this is a bug guard
+            except Exception as exc:  # noqa: BLE001 - the stream catches per element; bug guard
                 self._outer_faults += 1
                 self._stream._record_fault(exc)
                 self._stream._initialize_parser()
