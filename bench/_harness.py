@@ -93,6 +93,7 @@ def machine_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "mem_gb": round(psutil.virtual_memory().total / 2**30, 1),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
     }
 
 

@@ -451,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
                 h.log(f"daemon died:\n{d.output_tail()}")
                 failed = True
                 break
+    report["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["daemon_exit_code"] = d.exit_code
     report["leftover_processes"] = d.leftovers
     report["temp_dir_removed"] = not os.path.exists(d.tmp)

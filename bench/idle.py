@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                 c.call("pane.close", {"pane_id": pane_id, "signal": "KILL"})
         report["close_s"] = time.perf_counter() - t
         d.note_children()
+    report["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["daemon_exit_code"] = d.exit_code
     report["leftover_processes"] = d.leftovers
     report["temp_dir_removed"] = not os.path.exists(d.tmp)
@@ -143,10 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     out = sys.stderr if args.json else sys.stdout
+    def row(name: str, m: dict[str, Any]) -> list[Any]:
+        return [name, h.fmt(m["cpu_s"], 3), h.fmt(m["cpu_pct"], 3), m["rss_mb"], m["wakeups_per_s"], m["fds"], m["threads"]]
+
+    r = report["ratios"]
     rows = [
-        [f"0 panes", base["cpu_s"], base["cpu_pct"], base["rss_mb"], base["wakeups_per_s"], base["fds"], base["threads"]],
-        [f"{panes} bash panes", load["cpu_s"], load["cpu_pct"], load["rss_mb"], load["wakeups_per_s"], load["fds"], load["threads"]],
-        ["ratio", h.ratio(load["cpu_s"], base["cpu_s"]), report["ratios"]["cpu"], report["ratios"]["rss"], report["ratios"]["wakeups"], "", ""],
+        row("0 panes", base),
+        row(f"{panes} bash panes", load),
+        ["ratio", h.fmt(r["cpu"]), h.fmt(r["cpu"]), h.fmt(r["rss"]), h.fmt(r["wakeups"]), "", ""],
     ]
     h.print_table(
         f"idle: {seconds:g} s windows, {report['machine']['cpus']} cpus, {report['machine']['date']}",

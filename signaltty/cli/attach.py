@@ -52,7 +52,8 @@ def attach(socket_path: str, pane_id: str) -> int:
         old_handler = signal.signal(signal.SIGWINCH, lambda *_: winch.__setitem__("pending", True))
         saved = termios.tcgetattr(stdin_fd) if is_tty else None
         if is_tty:
-            tty.setraw(stdin_fd)
+            # TCSANOW: keys typed while attaching are kept, not flushed.
+            tty.setraw(stdin_fd, termios.TCSANOW)
         try:
             return _loop(stream, control, pane_id, stdin_fd, out, winch)
         finally:

@@ -43,33 +43,38 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print raw JSON results")
     common.add_argument("--socket", default=argparse.SUPPRESS, help="daemon socket path")
 
-    ap = argparse.ArgumentParser(prog="signaltty", description="Supervise AI coding agents in PTYs.")
+    ap = argparse.ArgumentParser(
+        prog="signaltty",
+        description="Supervise AI coding agents (and any program) in PTYs owned by a per-user daemon.",
+        epilog="Lifecycle values: unknown working blocked done idle failed exited. "
+        "Attention values: none unread warning input_required permission_required error.",
+    )
     ap.add_argument("--version", action="version", version=f"signaltty {__version__} ({PROTOCOL})")
-    ap.add_argument("--json", action="store_true", default=False)
-    ap.add_argument("--socket", default=None)
+    ap.add_argument("--json", action="store_true", default=False, help="print raw JSON results")
+    ap.add_argument("--socket", default=None, help="daemon socket path (default: $SIGNALTTY_SOCKET, else the runtime dir)")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     d = sub.add_parser("daemon", parents=[common], help="run the server")
-    d.add_argument("--detach", action="store_true")
-    d.add_argument("--state-dir")
-    d.add_argument("--agents-dir")
-    d.add_argument("--config")
-    d.add_argument("--log-level")
+    d.add_argument("--detach", action="store_true", help="start in the background unless one is running")
+    d.add_argument("--state-dir", help="snapshot, tails and log (default ~/.local/state/signaltty)")
+    d.add_argument("--agents-dir", help="user agent manifests directory")
+    d.add_argument("--config", help="config.toml path (default ~/.config/signaltty/config.toml)")
+    d.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
 
     sub.add_parser("status", parents=[common], help="server status")
     sub.add_parser("schema", parents=[common], help="protocol schema")
     s = sub.add_parser("shutdown", parents=[common], help="stop the server")
-    s.add_argument("--force", action="store_true")
+    s.add_argument("--force", action="store_true", help="stop even when panes are live (they are ended)")
 
-    n = sub.add_parser("new", parents=[common], help="new workspace + pane")
-    n.add_argument("--name")
-    n.add_argument("--cwd")
-    n.add_argument("--agent")
-    n.add_argument("--prompt")
-    n.add_argument("--bypass", action="store_true")
-    n.add_argument("cmd_argv", nargs=argparse.REMAINDER)
+    n = sub.add_parser("new", parents=[common], help="new workspace + pane (default command: $SHELL)")
+    n.add_argument("--name", help="workspace name (default: workspace)")
+    n.add_argument("--cwd", help="working directory (default: the current one)")
+    n.add_argument("--agent", help="catalog agent id instead of a command")
+    n.add_argument("--prompt", help="first prompt for --agent")
+    n.add_argument("--bypass", action="store_true", help="launch --agent with its automatic-permission flags")
+    n.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="program and arguments")
 
-    w = sub.add_parser("workspace", parents=[common], help="workspaces").add_subparsers(dest="sub", required=True)
+    w = sub.add_parser("workspace", parents=[common], help="list, show, rename, close workspaces").add_subparsers(dest="sub", required=True, metavar="ACTION")
     w.add_parser("list", parents=[common])
     w.add_parser("get", parents=[common]).add_argument("id")
     r = w.add_parser("rename", parents=[common])
@@ -79,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("id")
     c.add_argument("--signal")
 
-    pn = sub.add_parser("pane", parents=[common], help="panes").add_subparsers(dest="sub", required=True)
+    pn = sub.add_parser("pane", parents=[common], help="spawn, read, attach, control panes").add_subparsers(dest="sub", required=True, metavar="ACTION")
     sp = pn.add_parser("spawn", parents=[common])
     sp.add_argument("--workspace", required=True)
     sp.add_argument("--cwd")
@@ -113,20 +118,20 @@ def build_parser() -> argparse.ArgumentParser:
     rz.add_argument("--rows", type=int, required=True)
     sg = pn.add_parser("signal", parents=[common])
     sg.add_argument("id")
-    sg.add_argument("--signal", default="INT")
-    sg.add_argument("--group", action="store_true")
+    sg.add_argument("--signal", default="INT", help="INT TERM KILL HUP QUIT WINCH USR1 USR2 (default INT)")
+    sg.add_argument("--group", action="store_true", help="signal the foreground process group")
     rd = pn.add_parser("read", parents=[common])
     rd.add_argument("id")
-    rd.add_argument("--mode", choices=["screen", "tail"])
-    rd.add_argument("--lines", type=int)
+    rd.add_argument("--mode", choices=["screen", "tail"], help="visible screen, or history + screen (default tail)")
+    rd.add_argument("--lines", type=int, help="lines of tail (1-5000, default 200)")
     rd.add_argument("--raw", action="store_true", help="raw output ring, escape sequences kept")
     wo = pn.add_parser("wait-output", parents=[common])
     wo.add_argument("id")
-    wo.add_argument("--match", required=True)
-    wo.add_argument("--regex", action="store_true")
-    wo.add_argument("--new-only", action="store_true")
-    wo.add_argument("--timeout", type=float)
-    pn.add_parser("attach", parents=[common]).add_argument("id")
+    wo.add_argument("--match", required=True, help="substring (or regex with --regex) to wait for")
+    wo.add_argument("--regex", action="store_true", help="--match is a Python regular expression")
+    wo.add_argument("--new-only", action="store_true", help="only output arriving after the call")
+    wo.add_argument("--timeout", type=float, help="seconds (default 30); exit 124 on timeout")
+    pn.add_parser("attach", parents=[common], help="interactive view; Ctrl+] detaches").add_argument("id")
     for name in ("close", "mark-seen"):
         x = pn.add_parser(name, parents=[common])
         x.add_argument("id")
@@ -136,25 +141,30 @@ def build_parser() -> argparse.ArgumentParser:
     nt = sub.add_parser("notify", parents=[common], help="post a notification")
     nt.add_argument("--title", required=True)
     nt.add_argument("--body")
-    nt.add_argument("--pane")
-    nt.add_argument("--severity", choices=["info", "warning", "error"])
+    nt.add_argument("--pane", help="pane to mark (default $SIGNALTTY_PANE)")
+    nt.add_argument("--severity", choices=["info", "warning", "error"], help="info → unread (default), warning, error")
 
     sb = sub.add_parser("subscribe", parents=[common], help="print events")
-    sb.add_argument("--events")
-    sb.add_argument("--from-seq", type=int)
+    sb.add_argument("--events", help="comma-separated names or globs: agent.*, attention.created, * (default)")
+    sb.add_argument("--from-seq", type=int, help="replay retained events after this seq first")
 
     wt = sub.add_parser("wait", parents=[common], help="wait for a pane state")
     wt.add_argument("--pane", required=True)
-    wt.add_argument("--until", required=True)
-    wt.add_argument("--after-baseline")
-    wt.add_argument("--timeout", type=float)
+    wt.add_argument(
+        "--until",
+        required=True,
+        help="comma-separated outcomes, first satisfied wins: a lifecycle value, an attention "
+        "value, seen, attention_cleared or exited (e.g. done,failed)",
+    )
+    wt.add_argument("--after-baseline", help="wait_baseline JSON from `pane get --json`: only newer transitions count")
+    wt.add_argument("--timeout", type=float, help="seconds (default 3600); exit 124 on timeout")
 
-    fc = sub.add_parser("focus", parents=[common]).add_subparsers(dest="sub", required=True)
-    fn = fc.add_parser("next-unread", parents=[common])
-    fn.add_argument("--attach", action="store_true")
+    fc = sub.add_parser("focus", parents=[common], help="the pane that needs you most").add_subparsers(dest="sub", required=True, metavar="ACTION")
+    fn = fc.add_parser("next-unread", parents=[common], help="print (or --attach) the most urgent pane")
+    fn.add_argument("--attach", action="store_true", help="attach to it")
 
     at = sub.add_parser("attention", parents=[common], help="panes that need you")
-    at.add_argument("--limit", type=int)
+    at.add_argument("--limit", type=int, help="at most this many panes (1-500, default 50)")
     return ap
 
 
@@ -208,7 +218,12 @@ def _run(args: argparse.Namespace) -> int:
         if cmd == "schema":
             return _out(args, cl.call("server.schema"))
         if cmd == "shutdown":
-            r = cl.call("server.shutdown", {"force": True if args.force else None})
+            try:
+                r = cl.call("server.shutdown", {"force": True if args.force else None})
+            except SignalttyError as exc:
+                if exc.code == "PANES_ALIVE":
+                    raise CliError(f"{exc.message.split(';')[0]}; `signaltty shutdown --force` ends them") from None
+                raise
             return _out(args, r, "server stopping")
         if cmd == "new":
             return _new(args, cl)

@@ -14,7 +14,8 @@ def dumps(obj: Any) -> str:
 def pane_line(p: dict[str, Any]) -> str:
     """One pane: id, lifecycle/attention, live state, title, label."""
     live = p.get("live") or {}
-    state = "live" if live.get("state") == "live" else f"exited({live.get('code')})"
+    code = live.get("code")
+    state = "live" if live.get("state") == "live" else ("exited" if code is None else f"exited({code})")
     label = f" [{p['label']}]" if p.get("label") else ""
     msg = f" — {p['last_message']}" if p.get("last_message") else ""
     return (
@@ -24,7 +25,9 @@ def pane_line(p: dict[str, Any]) -> str:
 
 
 def workspace_line(w: dict[str, Any]) -> str:
-    return f"{w['id']}  {w['handle']:<20} {w['name']}  ({len(w.get('pane_ids') or [])} panes)  {w['cwd']}"
+    n = len(w.get("pane_ids") or [])
+    panes = f"{n} pane" + ("" if n == 1 else "s")
+    return f"{w['id']}  handle {w['handle']:<20} name {w['name']!r}  {panes}  {w['cwd']}"
 
 
 def status(r: dict[str, Any]) -> str:

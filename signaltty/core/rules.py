@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from signaltty.core.limits import MAX_LAST_MESSAGE, MAX_TITLE
+from signaltty.core.hooks import Classification, NotificationDraft
+from signaltty.core.limits import (
+    MAX_LAST_MESSAGE,
+    MAX_NOTIFICATION_BODY,
+    MAX_NOTIFICATION_TITLE,
+    MAX_TITLE,
+)
 from signaltty.core.model import Decision, Notification, Pane
 from signaltty.core.sanitize import sanitize_text
 from signaltty.core.states import (
@@ -365,3 +371,276 @@ def restore(pane: Pane, *, has_resume: bool) -> None:
             tool_name=dec.tool_name,
             deadline=None,
         )
+
+
+# ---------------------------------------------------------------- hooks (states.md §3.1)
+
+TOOL_EVENTS = frozenset(
+    {"PreToolUse", "PostToolUse", "PreCompact", "PostCompact", "preToolUse", "postToolUse"}
+)
+
+
+@dataclass(slots=True)
+class HookInput:
+    """One accepted-for-processing hook after routing (states.md §3.1 steps 6–15).
+
+    The router resolves the adapter and the pane (steps 1–5) and precomputes everything that
+    needs the agent layer, so these rules stay pure.
+
+    Attributes:
+        agent: adapter kind (``claude``, ``codex``, … ``generic``).
+        event: hook name as the provider spells it.
+        classification: the adapter's meaning of the hook.
+        session_id: identity extracted by the adapter, if any.
+        resume_argv: resume command for ``session_id`` (agents.md §3.4), if resolvable.
+        draft: the adapter's notification draft, if any.
+        default_title: the adapter's title for explicit messages without one.
+        decision: explicit or synthesized decision, if any.
+        answer_channel: the adapter can answer non-native decisions (Codex typed text).
+        native_route: a live native waiter exists for ``decision`` (native decisions).
+        foreign_harness: the payload names another agent (step 6).
+        message, body, title, severity: explicit notification fields.
+        notification_id: id for a notification record, if one is made.
+    """
+
+    agent: str
+    event: str
+    classification: Classification
+    session_id: str | None = None
+    resume_argv: list[str] | None = None
+    draft: NotificationDraft | None = None
+    default_title: str = "Agent"
+    display_name: str | None = None
+    decision: Decision | None = None
+    answer_channel: bool = False
+    native_route: bool = False
+    foreign_harness: bool = False
+    message: str | None = None
+    body: str | None = None
+    title: str | None = None
+    severity: str | None = None
+    notification_id: str = ""
+
+
+@dataclass(slots=True)
+class HookOutcome:
+    """What ``hook-event`` answers besides the pane state (protocol.md §6)."""
+
+    accepted: bool
+    dropped: bool = False
+    reason: str | None = None
+    decision_id: str | None = None
+    effects: list[Effect] = field(default_factory=list)
+
+
+_SPECIFIC = frozenset({"claude", "codex", "opencode", "cursor", "pi"})
+
+
+def _derive_cause(att: Attention) -> str:
+    return {
+        Attention.PERMISSION_REQUIRED: "permission",
+        Attention.INPUT_REQUIRED: "input",
+        Attention.ERROR: "error",
+        Attention.WARNING: "warning",
+    }.get(att, "message")
+
+
+def set_session(
+    pane: Pane,
+    agent: str,
+    session_id: str | None,
+    resume_argv: list[str] | None,
+    *,
+    resume_source: str = "adapter",
+    display_name: str | None = None,
+) -> tuple[list[Effect], list[str]]:
+    """Session identity (states.md §3.1 step 7, protocol.md ``report-session``).
+
+    The kind becomes ``agent`` when that is a specific kind, or when the pane is still
+    ``generic``/``none`` (one specific kind never switches to another without an id, and
+    nothing is demoted to generic). A different id replacing a known one bumps
+    ``session_generation`` and ends a pending decision of the old session (``moved_on``).
+
+    Returns:
+        ``(effects, changed_fields)``; the caller emits one ``pane.updated`` for the batch.
+    """
+    info = pane.agent
+    changed: list[str] = []
+    effects: list[Effect] = []
+    promotable = info.kind in ("generic", "none")
+    if agent != info.kind and (
+        (session_id is not None and agent in _SPECIFIC) or (promotable and agent != "none")
+    ):
+        if not (agent == "generic" and not promotable):
+            info.kind = agent
+            if display_name:
+                info.display_name = display_name
+            changed.append("kind")
+    if session_id is not None and session_id != info.agent_session_id:
+        if info.agent_session_id is not None:
+            info.session_generation += 1
+            effects += clear_decision(pane, "moved_on")
+        info.agent_session_id = session_id
+        changed.append("agent_session_id")
+    if session_id is not None and resume_argv is not None and resume_argv != info.resume_argv:
+        info.resume_argv = list(resume_argv)
+        info.resume_source = resume_source
+        changed.append("resume_argv")
+    return effects, changed
+
+
+def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
+    """Apply one hook to its pane: steps 6–15 of states.md §3.1 (tables §9.1, §9.2).
+
+    Returns:
+        ``HookOutcome`` with the effects in emission order; ``dropped`` outcomes carry no
+        effects (``harness_mismatch``, ``unrecognized_hook``).
+    """
+    cls = hook.classification
+    # 6. harness drop
+    if hook.foreign_harness:
+        return HookOutcome(False, True, "harness_mismatch")
+    explicit_note = hook.message is not None or hook.body is not None
+    # 8. unrecognized (checked before identity so a dropped hook changes nothing)
+    if not (
+        cls.recognized
+        or hook.session_id is not None
+        or hook.draft is not None
+        or hook.decision is not None
+        or explicit_note
+    ):
+        return HookOutcome(False, True, "unrecognized_hook")
+    effects: list[Effect] = []
+    # 7. session identity
+    id_effects, changed = set_session(
+        pane, hook.agent, hook.session_id, hook.resume_argv, display_name=hook.display_name
+    )
+    effects += id_effects
+    if changed:
+        effects.append(_updated(pane, *changed))
+    lifecycle = cls.lifecycle
+    attention = cls.attention
+    message = cls.message
+    # 9. tool hooks never change a blocked pane
+    if cls.tool_hook and pane.lifecycle == Lifecycle.BLOCKED:
+        lifecycle = attention = message = None
+    # 10. SessionEnd restatement on a reviewed/terminal pane
+    if (
+        hook.event.lower() == "sessionend"
+        and lifecycle == Lifecycle.DONE
+        and pane.lifecycle in (Lifecycle.DONE, Lifecycle.FAILED)
+    ):
+        lifecycle = attention = message = None
+    # 11. message and lifecycle
+    if message is not None:
+        text = sanitize_text(message, MAX_LAST_MESSAGE)
+        if text and text != pane.last_message:
+            pane.last_message = text
+            effects.append(MarkDirty())
+    if lifecycle is not None:
+        effects += set_lifecycle(pane, lifecycle, "hook", now=now)
+    # 12. attention
+    raised = False
+    if attention == Attention.NONE:
+        effects += clear_attention(pane, "hook")
+        effects += clear_decision(pane, "attention_cleared")
+    elif attention is not None:
+        cause = cls.cause or _derive_cause(attention)
+        dec_id = hook.decision.id if hook.decision is not None else None
+        alert = Alert(pane.id, cause, _severity_of(attention), hook.draft.title if hook.draft else None,
+                      pane.last_message, dec_id)
+        effects += raise_attention(pane, attention, "hook", cause, now=now, alert=alert)
+        raised = True
+    # 13. decision
+    decision_id: str | None = None
+    if hook.decision is not None:
+        dec = hook.decision
+        dec.answerable = hook.native_route if dec.native else hook.answer_channel
+        prev = pane.pending_decision
+        if prev is not None and prev.native and prev.id != dec.id:
+            effects.append(CancelRoute(prev.id, "superseded"))
+        pane.pending_decision = dec
+        decision_id = dec.id
+        effects.append(
+            Emit(
+                "decision.created",
+                {"pane_id": pane.id, "decision": dec.to_wire(), "prev": prev.id if prev else None},
+            )
+        )
+    elif pane.pending_decision is not None and pane.lifecycle == Lifecycle.WORKING:
+        effects += clear_decision(pane, "moved_on")
+    # 14. notification
+    note_title: str | None = None
+    note_body: str | None = None
+    severity = "info"
+    if explicit_note:
+        note_title = hook.title or hook.default_title
+        note_body = hook.body if hook.body is not None else hook.message
+        severity = hook.severity or "info"
+    elif hook.draft is not None:
+        note_title, note_body, severity = hook.draft.title, hook.draft.body, hook.draft.severity
+    if note_title is not None:
+        title = sanitize_text(note_title, MAX_NOTIFICATION_TITLE) or hook.default_title
+        body = sanitize_text(note_body, MAX_NOTIFICATION_BODY, multiline=True) if note_body else None
+        record = Notification(
+            id=hook.notification_id,
+            title=title,
+            body=body or None,
+            severity=severity,
+            source=f"hook:{hook.agent}:{hook.event}",
+            created_at=now,
+            pane_id=pane.id,
+            workspace_id=pane.workspace_id,
+        )
+        effects.append(AddNotification(record))
+        if explicit_note and message is None:
+            composed = compose_message(title, body)
+            if composed and composed != pane.last_message:
+                pane.last_message = composed
+                effects.append(MarkDirty())
+        cause = SEVERITY_CAUSE.get(severity, "message")
+        raise_effects = raise_attention(
+            pane, SEVERITY_ATTENTION.get(severity, Attention.UNREAD), "hook", cause, now=now,
+            alert=Alert(pane.id, cause, severity, title, body),
+        )
+        if raised:  # the classification's alert already speaks for this hook
+            raise_effects = [e for e in raise_effects if not isinstance(e, Alert)]
+        effects += raise_effects
+    # 15. hooked; a layer-raised requirement is withdrawn
+    pane.hooked = True
+    if pane.attention_marker in ("screen", "program_status"):
+        effects += clear_attention(pane, "hook")
+    return HookOutcome(True, effects=effects, decision_id=decision_id)
+
+
+def on_answer(pane: Pane, decision_id: str, option_id: str, *, now: float) -> list[Effect]:
+    """A delivered answer (states.md §3.9): answered, removed, seen, then resume after answer."""
+    pane.pending_decision = None
+    effects: list[Effect] = [
+        Emit("decision.answered", {"pane_id": pane.id, "decision_id": decision_id, "option_id": option_id})
+    ]
+    pane.last_seen_at = now
+    effects += [MarkDirty(), MarkNotificationsRead(pane.id, now)]
+    effects += clear_attention(pane, "decision_answer")
+    if pane.lifecycle == Lifecycle.BLOCKED and pane.pending_decision is None:
+        effects += set_lifecycle(pane, Lifecycle.WORKING, "answer", now=now)
+    return effects
+
+
+def on_resume(pane: Pane, process_instance: str, *, now: float) -> list[Effect]:
+    """``pane.resume`` (states.md §4): new instance, live, ``unknown`` from ``resume``; attention kept."""
+    effects = clear_decision(pane, "moved_on")
+    pane.live = True
+    pane.exit_code = None
+    pane.exit_applied = False
+    pane.restore_state = RestoreState.LIVE
+    pane.process_instance = process_instance
+    pane.hooked = False
+    pane.program_status = None
+    pane.osc_progress = None
+    pane.attention_marker = None
+    effects += set_lifecycle(pane, Lifecycle.UNKNOWN, "resume", now=now)
+    if pane.lifecycle_source != "resume":
+        pane.lifecycle_source = "resume"
+        pane.lifecycle_since = now
+    return effects

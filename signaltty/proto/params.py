@@ -182,3 +182,75 @@ MODELS: dict[str, type[Params]] = {
     "focus.next_unread": Empty,
     "attention.pending": AttentionPending,
 }
+
+
+# ---------------------------------------------------------------- tier 2 (protocol.md §6)
+
+
+class DecisionOption(Params):
+    id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    label: Annotated[str, StringConstraints(min_length=1, max_length=100)]
+
+
+class DecisionSpec(Params):
+    id: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    prompt: Annotated[str, StringConstraints(max_length=8192)]
+    options: list[DecisionOption] = Field(min_length=1, max_length=16)
+
+
+class HookEvent(Params):
+    agent: NonEmpty
+    event: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    pane_id: str | None = None
+    client_pid: int | None = Field(None, ge=1)
+    payload: Any = None
+    message: str | None = None
+    body: str | None = None
+    title: str | None = None
+    severity: Literal["info", "warning", "error"] | None = None
+    decision: DecisionSpec | None = None
+    wait_for_answer: bool | None = None
+    wait_timeout_s: float | None = Field(None, ge=1, le=120)
+
+
+class ReportSession(Params):
+    pane_id: NonEmpty
+    agent_session_id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    agent: str | None = None
+    resume_argv: list[str] | None = None
+
+
+class DecisionAnswer(Params):
+    pane_id: str | None = None
+    decision_id: str | None = None
+    option_id: str | None = None
+    verdict: Literal["allow", "deny"] | None = None
+
+
+class PermissionList(Params):
+    pane_id: str | None = None
+
+
+class PaneSubmit(Params):
+    pane_id: NonEmpty
+    text: Annotated[str, StringConstraints(min_length=1)]
+    submit_delay_ms: int | None = Field(None, ge=0, le=5000)
+    stall_timeout_s: float | None = Field(None, ge=1, le=120)
+
+
+for _model in (HookEvent, PaneSubmit):
+    for _name in ("wait_timeout_s", "stall_timeout_s"):
+        if _name in _model.model_fields:
+            _model.model_fields[_name].metadata.append(Field(strict=False))  # type: ignore[arg-type]
+    _model.model_rebuild(force=True)
+
+MODELS.update(
+    {
+        "hook-event": HookEvent,
+        "report-session": ReportSession,
+        "decision.answer": DecisionAnswer,
+        "permission.list": PermissionList,
+        "pane.resume": PaneRef,
+        "pane.submit": PaneSubmit,
+    }
+)

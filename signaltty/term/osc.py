@@ -167,10 +167,12 @@ _GROUND, _ESC_STATE, _ESC_INTER, _CSI, _OSC, _OSC_ESC, _STR, _STR_ESC = range(8)
 
 _CSI_MAX: Final = 16  # bytes of CSI params/intermediates kept; longer ones are no query
 # From an ESC in the ground state: whole CSIs whose final byte is not "c" or "n" (so never
-# a query) and the plain text between them, in one possessive match that never
-# backtracks and stops at BEL, at any other ESC and at an incomplete CSI.
+# a query) and the plain text between them, in one match that stops at BEL, at any other
+# ESC and at an incomplete CSI. The byte classes of parameters, intermediates, final byte
+# and text are disjoint, so the match is unambiguous and backtracking stays local.
+# (No possessive quantifiers: CPython 3.11.0-3.11.x before the fix mis-matches them.)
 _CSI_RUN: Final = re.compile(
-    rb"(?:\x1b\[[\x30-\x3f]*+[\x20-\x2f]*+[\x40-\x62\x64-\x6d\x6f-\x7e][^\x07\x1b]*+)*+"
+    rb"(?:\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x62\x64-\x6d\x6f-\x7e][^\x07\x1b]*)*"
 )
 _CSI_RE: Final = re.compile(rb"\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]")
 _OSC_STOP: Final = re.compile(rb"[\x07\x18\x1a\x1b]")

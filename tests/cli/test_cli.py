@@ -154,7 +154,8 @@ def test_attach_ends_when_pane_exits(daemon):
     proc = subprocess.Popen([PY, "-m", "signaltty", "pane", "attach", pane["id"]], env=daemon.env, stdin=slave, stdout=slave, stderr=slave)
     os.close(slave)
     try:
-        time.sleep(0.5)
+        _read_until(master, b"\x1b[H")  # the snapshot arrived: attach is connected
+        time.sleep(0.3)
         os.write(master, b"\r")
         out = _read_until(master, b"pane exited (code 0)")
         assert b"bye" in out

@@ -168,7 +168,7 @@ def test_shutdown_method_refuses_with_live_panes_then_force(tmp_root):
     d.start()
     _spawn(d, ["sleep", "60"])
     r = d.cli("shutdown")
-    assert r.returncode == 1 and "PANES_ALIVE" in r.stderr
+    assert r.returncode == 1 and "--force" in r.stderr
     sub = d.client(timeout=None)
     sub.call("subscribe", {"events": ["server.*"]})
     r = d.cli("--json", "shutdown", "--force")

@@ -1,0 +1,488 @@
+"""``hook-event``, ``report-session``, ``decision.answer`` and ``permission.list``.
+
+Routing (explicit pane or the reporter's ancestry), the adapter call, the nested-session
+rule, native permission routes (a waiter per ``permission_…`` decision) and answer delivery
+(route verdict or Codex's typed channel). The transition rules themselves are pure
+(``core.rules.on_hook``/``on_answer``). Spec: states.md §3.1, §3.9; integrations.md §4;
+protocol.md §6.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from signaltty.agents import permission, resume
+from signaltty.agents.adapters import adapter_for
+from signaltty.agents.adapters.base import Adapter
+from signaltty.core import rules
+from signaltty.core.ids import new_id
+from signaltty.core.limits import MAX_HOOK_PAYLOAD
+from signaltty.core.model import Decision, Pane
+from signaltty.core.states import Lifecycle
+from signaltty.proto import params as P
+from signaltty.proto.envelope import SignalttyError
+from signaltty.server import ancestry
+
+if TYPE_CHECKING:
+    from signaltty.server.daemon import Daemon
+
+log = structlog.get_logger("signaltty.hooks")
+
+# Names a payload's ``agent``/``harness`` field may use for another known agent (step 6).
+KNOWN_AGENTS = frozenset({"claude", "codex", "opencode", "cursor", "pi", "gemini", "copilot", "grok"})
+ALLOW_IDS = ("once", "allow", "yes", "y", "approve", "accept")
+DENY_IDS = ("deny", "no", "n", "reject", "decline")
+
+
+@dataclass(slots=True)
+class Route:
+    """A native permission waiter (integrations.md §4.1 step 3)."""
+
+    decision_id: str
+    pane_id: str
+    process_instance: str
+    kind: str
+    agent_session_id: str | None
+    deadline: float
+    future: asyncio.Future[tuple[str, str | None]] = field(repr=False)
+
+
+class HookService:
+    """Hooks, sessions and answers for one daemon."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.d = daemon
+        self.store = daemon.store
+        self.routes: dict[str, Route] = {}
+        self.store.route_cancellers.append(self.cancel_route)
+        # pane_id → pid of the agent process whose session the pane tracks
+        self.agent_pids: dict[str, int] = {}
+
+    # ---------------------------------------------------------------- routes
+
+    def cancel_route(self, decision_id: str, reason: str) -> None:
+        """End a waiter without a verdict (``reason`` is the reporter's ``cancelled``)."""
+        route = self.routes.pop(decision_id, None)
+        if route is not None and not route.future.done():
+            route.future.set_result(("cancelled", _cancel_reason(reason)))
+
+    def cancel_all(self, reason: str) -> None:
+        for decision_id in list(self.routes):
+            self.cancel_route(decision_id, reason)
+
+    def check_routes(self, pane: Pane) -> None:
+        """After a store change: end routes whose pane moved on (integrations.md §4.1 step 5)."""
+        for route in [r for r in self.routes.values() if r.pane_id == pane.id]:
+            dec = pane.pending_decision
+            if (
+                not pane.live
+                or pane.process_instance != route.process_instance
+                or pane.agent.kind != route.kind
+                or (route.agent_session_id and pane.agent.agent_session_id != route.agent_session_id)
+                or dec is None
+                or dec.id != route.decision_id
+            ):
+                self.cancel_route(route.decision_id, "moved_on")
+
+    # ---------------------------------------------------------------- hook-event
+
+    def _pane_for(self, p: P.HookEvent) -> tuple[Pane | None, ancestry.Chain | None]:
+        if p.pane_id:
+            pane = self.store.panes.get(p.pane_id)
+            if pane is None:
+                raise SignalttyError("NO_SUCH_PANE", f"no such pane: {p.pane_id}")
+            return pane, None
+        if p.client_pid is None:
+            return None, None
+        children = {
+            rt.proc.pid: pane_id
+            for pane_id, rt in self.d.runtimes.items()
+            if rt.proc is not None and rt.live
+        }
+        chain = ancestry.find_pane(p.client_pid, children)
+        if chain.pane_id is None:
+            return None, chain
+        return self.store.panes.get(chain.pane_id), chain
+
+    async def hook_event(self, p: P.HookEvent) -> dict[str, Any]:
+        """Steps 1–15 of states.md §3.1, plus native waiting (integrations.md §4.1).
+
+        Raises:
+            SignalttyError: ``BAD_PARAMS``, ``RATE_LIMITED`` (payload > 256 KiB),
+                ``NO_SUCH_PANE``, ``PANE_EXITED`` (native waiting on an exited pane).
+        """
+        payload = p.payload
+        if payload is not None and len(json.dumps(payload, separators=(",", ":"))) > MAX_HOOK_PAYLOAD:
+            raise SignalttyError("RATE_LIMITED", "payload larger than 256 KiB", {"field": "payload"})
+        if payload is not None and not isinstance(payload, dict):
+            raise SignalttyError("BAD_PARAMS", "payload must be a JSON object or null", {"field": "payload"})
+        adapter = adapter_for(p.agent)
+        # 1. native permission synthesis
+        decision: Decision | None = None
+        now = self.store.now()
+        native_ok = (
+            p.decision is None
+            and p.event == "PermissionRequest"
+            and permission.meets_native_contract(adapter.kind if adapter else p.agent, payload)
+        )
+        if native_ok:
+            decision = permission.native_decision(adapter.kind if adapter else p.agent, payload, now=now)
+        elif p.wait_for_answer:
+            raise SignalttyError(
+                "BAD_PARAMS",
+                "native waiting needs a PermissionRequest meeting the native contract and no explicit decision",
+                {"field": "wait_for_answer"},
+            )
+        # 2. validate the explicit decision
+        if p.decision is not None:
+            decision = _explicit_decision(p.decision, adapter, now)
+        # 3. adapter
+        if adapter is None:
+            raise SignalttyError("BAD_PARAMS", f"unknown agent: {p.agent}", {"field": "agent"})
+        # 4–5. pane
+        pane, chain = self._pane_for(p)
+        base = {"agent": p.agent, "event": p.event}
+        if pane is None:
+            if p.wait_for_answer:
+                raise SignalttyError("BAD_PARAMS", "native waiting requires a managed pane")
+            return {**base, "accepted": True, "pane_id": None, "lifecycle": None, "attention": None}
+        if p.wait_for_answer and not pane.live:
+            raise SignalttyError("PANE_EXITED", f"pane has exited: {pane.id}")
+        foreign = _foreign_harness(payload, adapter.kind)
+        session_id = adapter.session_id(payload)
+        # Nested agent sessions (e.g. `claude -p` run by a tool inside the pane's agent).
+        if chain is not None and session_id is not None and self._is_nested(pane, chain, adapter, session_id):
+            return {
+                **base,
+                "accepted": False,
+                "dropped": True,
+                "reason": "nested_session",
+                "pane_id": pane.id,
+                "lifecycle": pane.lifecycle.value,
+                "attention": pane.attention.value,
+            }
+        resume_argv = resume.resolve(pane, adapter, session_id) if session_id else None
+        route: Route | None = None
+        if p.wait_for_answer and decision is not None:
+            loop = asyncio.get_running_loop()
+            timeout = p.wait_timeout_s or 120.0
+            decision.deadline = now + timeout
+            route = Route(
+                decision.id,
+                pane.id,
+                pane.process_instance,
+                adapter.kind,
+                session_id,
+                loop.time() + timeout,
+                loop.create_future(),
+            )
+            self.routes[decision.id] = route
+        hook = rules.HookInput(
+            agent=adapter.kind,
+            event=p.event,
+            classification=adapter.classify(p.event, payload),
+            session_id=session_id,
+            resume_argv=resume_argv,
+            draft=adapter.notification_draft(p.event, payload),
+            default_title=adapter.default_title,
+            display_name=adapter.display_name,
+            decision=decision,
+            answer_channel=adapter.answer_channel() is not None,
+            native_route=route is not None,
+            foreign_harness=foreign,
+            message=p.message,
+            body=p.body,
+            title=p.title,
+            severity=p.severity,
+            notification_id=new_id("notif"),
+        )
+        outcome = rules.on_hook(pane, hook, now=now)
+        if not outcome.accepted:
+            if route is not None:
+                self.routes.pop(route.decision_id, None)
+            return {
+                **base,
+                "accepted": False,
+                "dropped": True,
+                "reason": outcome.reason,
+                "pane_id": pane.id,
+                "lifecycle": pane.lifecycle.value,
+                "attention": pane.attention.value,
+            }
+        if chain is not None and session_id is not None:
+            agent_pid = ancestry.agent_process(chain, adapter.builtin_names)
+            if agent_pid is not None:
+                self.agent_pids[pane.id] = agent_pid
+        self.store.apply(outcome.effects)
+        self.check_routes(pane)
+        result: dict[str, Any] = {
+            **base,
+            "accepted": True,
+            "pane_id": pane.id,
+            "lifecycle": pane.lifecycle.value,
+            "attention": pane.attention.value,
+        }
+        if outcome.decision_id is not None:
+            result["decision_id"] = outcome.decision_id
+        if route is None:
+            return result
+        return await self._wait_verdict(route, result)
+
+    def _is_nested(self, pane: Pane, chain: ancestry.Chain, adapter: Adapter, session_id: str) -> bool:
+        """A hook from a second agent process running *inside* the pane's tracked agent.
+
+        The pane tracks the agent process that reported its session (recorded at the first
+        accepted hook with a session id). A hook whose own agent process is a different,
+        deeper process in the chain, while the tracked one is still alive and is its
+        ancestor, belongs to a nested session and must not replace the pane's identity.
+        """
+        known = pane.agent.agent_session_id
+        tracked = self.agent_pids.get(pane.id)
+        if known is None or session_id == known or tracked is None:
+            return False
+        mine = ancestry.agent_process(chain, adapter.builtin_names)
+        if mine is None or mine == tracked:
+            return False
+        return tracked in chain.pids and ancestry.is_alive(tracked)
+
+    async def _wait_verdict(self, route: Route, result: dict[str, Any]) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        try:
+            kind, value = await asyncio.wait_for(
+                asyncio.shield(route.future), max(0.0, route.deadline - loop.time())
+            )
+        except TimeoutError:
+            kind, value = "cancelled", "timeout"
+        except asyncio.CancelledError:
+            # The reporter went away (EOF/another line) or the daemon shuts down.
+            self._end_without_verdict(route, "native_cancelled")
+            raise
+        if kind == "verdict":
+            assert value is not None
+            result["native_verdict"] = permission.verdict_json(value)
+            return result
+        self._end_without_verdict(route, "native_cancelled")
+        result["native_verdict"] = None
+        result["cancelled"] = value
+        pane = self.store.panes.get(route.pane_id)
+        if pane is not None:
+            result["lifecycle"] = pane.lifecycle.value
+            result["attention"] = pane.attention.value
+        return result
+
+    def _end_without_verdict(self, route: Route, reason: str) -> None:
+        self.routes.pop(route.decision_id, None)
+        pane = self.store.panes.get(route.pane_id)
+        if pane is not None and pane.pending_decision is not None and pane.pending_decision.id == route.decision_id:
+            dec = pane.pending_decision
+            pane.pending_decision = None
+            self.store.apply(
+                [rules.Emit("decision.cleared", {"pane_id": pane.id, "decision_id": dec.id, "reason": reason})]
+            )
+
+    # ---------------------------------------------------------------- report-session
+
+    def report_session(self, p: P.ReportSession) -> dict[str, Any]:
+        """``report-session`` (protocol.md §6).
+
+        Raises:
+            SignalttyError: ``NO_SUCH_PANE``, ``BAD_PARAMS`` (bad id, unknown agent, invalid
+                ``resume_argv``).
+        """
+        pane = self.store.panes.get(p.pane_id)
+        if pane is None:
+            raise SignalttyError("NO_SUCH_PANE", f"no such pane: {p.pane_id}")
+        try:
+            session_id = resume.validate_session_id(p.agent_session_id)
+        except ValueError as exc:
+            raise SignalttyError("BAD_PARAMS", str(exc), {"field": "agent_session_id"}) from None
+        kind = p.agent or (pane.agent.kind if pane.agent.kind not in ("none",) else "generic")
+        adapter = adapter_for(kind)
+        if adapter is None:
+            raise SignalttyError("BAD_PARAMS", f"unknown agent: {kind}", {"field": "agent"})
+        source = "adapter"
+        if p.resume_argv is not None:
+            try:
+                argv = resume.validate_reported_resume_argv(p.resume_argv)
+            except ValueError as exc:
+                raise SignalttyError("BAD_PARAMS", str(exc), {"field": "resume_argv"}) from None
+            source = "reported"
+        else:
+            argv = resume.resolve(pane, adapter, session_id)
+        effects, changed = rules.set_session(
+            pane, adapter.kind, session_id, argv, resume_source=source, display_name=adapter.display_name
+        )
+        if changed:
+            effects.append(rules.Emit("pane.updated", {"pane": pane.to_wire(), "changed": changed}))
+        self.store.apply(effects)
+        self.check_routes(pane)
+        return {"pane": pane.to_wire()}
+
+    # ---------------------------------------------------------------- answers
+
+    async def answer(self, p: P.DecisionAnswer) -> dict[str, Any]:
+        """``decision.answer`` (integrations.md §4.2); check-and-consume is synchronous.
+
+        Raises:
+            SignalttyError: ``NO_SUCH_DECISION``, ``BAD_PARAMS``, ``PANE_EXITED``, ``IO_ERROR``.
+        """
+        if (p.option_id is None) == (p.verdict is None):
+            raise SignalttyError("BAD_PARAMS", "exactly one of option_id or verdict is required")
+        pane = self._decision_pane(p)
+        dec = pane.pending_decision
+        assert dec is not None
+        option = self._option(dec, p)
+        if dec.native:
+            route = self.routes.get(dec.id)
+            loop = asyncio.get_running_loop()
+            if option not in ("once", "deny"):
+                raise SignalttyError("BAD_PARAMS", "a native decision takes once or deny", {"field": "option_id"})
+            if (
+                route is None
+                or route.future.done()
+                or not pane.live
+                or not dec.answerable
+                or route.pane_id != pane.id
+                or route.kind != pane.agent.kind
+                or (route.agent_session_id and route.agent_session_id != pane.agent.agent_session_id)
+                or loop.time() > route.deadline
+            ):
+                raise SignalttyError("NO_SUCH_DECISION", f"decision is no longer pending: {dec.id}")
+            del self.routes[dec.id]
+            route.future.set_result(("verdict", "allow" if option == "once" else "deny"))
+        else:
+            if not dec.answerable or self._channel(pane) is None:
+                if not pane.live:
+                    raise SignalttyError("PANE_EXITED", f"pane has exited: {pane.id}")
+                raise SignalttyError("BAD_PARAMS", "no answer channel for this decision")
+            if not pane.live:
+                raise SignalttyError("PANE_EXITED", f"pane has exited: {pane.id}")
+            index = [o["id"] for o in dec.options].index(option) + 1
+            rt = self.d.runtimes.get(pane.id)
+            try:
+                assert rt is not None
+                await rt.write_input(f"{index}\n".encode(), 5.0)
+            except SignalttyError as exc:
+                if pane.pending_decision is dec:
+                    self.store.apply(rules.clear_decision(pane, "pane_exited"))
+                raise SignalttyError(exc.code, exc.message, exc.details) from None
+            if pane.pending_decision is not dec:
+                raise SignalttyError("NO_SUCH_DECISION", f"decision is no longer pending: {dec.id}")
+        self.store.apply(rules.on_answer(pane, dec.id, option, now=self.store.now()))
+        return {
+            "answered": True,
+            "decision_id": dec.id,
+            "option_id": option,
+            "lifecycle": pane.lifecycle.value,
+            "attention": pane.attention.value,
+        }
+
+    def _channel(self, pane: Pane) -> str | None:
+        adapter = adapter_for(pane.agent.kind)
+        return adapter.answer_channel() if adapter is not None else None
+
+    def _decision_pane(self, p: P.DecisionAnswer) -> Pane:
+        if p.decision_id is None and p.pane_id is None:
+            raise SignalttyError("BAD_PARAMS", "pane_id or decision_id is required")
+        if p.decision_id is not None:
+            for pane in self.store.panes.values():
+                dec = pane.pending_decision
+                if dec is not None and dec.id == p.decision_id:
+                    if p.pane_id is not None and p.pane_id != pane.id:
+                        break
+                    return pane
+            raise SignalttyError("NO_SUCH_DECISION", f"no such decision: {p.decision_id}")
+        assert p.pane_id is not None
+        pane = self.store.panes.get(p.pane_id)
+        if pane is None or pane.pending_decision is None:
+            raise SignalttyError("NO_SUCH_DECISION", f"no pending decision on {p.pane_id}")
+        return pane
+
+    @staticmethod
+    def _option(dec: Decision, p: P.DecisionAnswer) -> str:
+        ids = [o["id"] for o in dec.options]
+        if p.option_id is not None:
+            if p.option_id not in ids:
+                raise SignalttyError("BAD_PARAMS", f"unknown option: {p.option_id}", {"field": "option_id"})
+            return p.option_id
+        if dec.native:
+            return "once" if p.verdict == "allow" else "deny"
+        wanted = ALLOW_IDS if p.verdict == "allow" else DENY_IDS
+        for oid in ids:
+            if oid.lower() in wanted:
+                return oid
+        raise SignalttyError("BAD_PARAMS", "decision has no allow/deny option", {"field": "verdict"})
+
+    def permission_list(self, pane_id: str | None) -> dict[str, Any]:
+        """Every pending decision, oldest first (protocol.md §6 ``permission.list``)."""
+        out = []
+        for pane in self.store.panes.values():
+            dec = pane.pending_decision
+            if dec is None or (pane_id is not None and pane.id != pane_id):
+                continue
+            item: dict[str, Any] = {
+                "decision_id": dec.id,
+                "pane_id": pane.id,
+                "workspace_id": pane.workspace_id,
+                "pane_title": pane.title,
+                "agent": dec.agent or pane.agent.kind,
+                "agent_session_id": pane.agent.agent_session_id,
+                "tool_name": dec.tool_name,
+                "prompt": dec.prompt,
+                "options": [dict(o) for o in dec.options],
+                "answerable": dec.answerable,
+                "native": dec.native,
+                "received_at": dec.to_wire()["received_at"],
+                "deadline": dec.to_wire()["deadline"],
+                "_order": dec.received_at,
+            }
+            if pane.label is not None:
+                item["label"] = pane.label
+            out.append(item)
+        out.sort(key=lambda x: x.pop("_order"))
+        return {"permissions": out}
+
+
+def _cancel_reason(reason: str) -> str:
+    return {
+        "superseded": "superseded",
+        "pane_closed": "pane_closed",
+        "shutdown": "shutdown",
+        "timeout": "timeout",
+    }.get(reason, "moved_on")
+
+
+def _foreign_harness(payload: Any, kind: str) -> bool:
+    if not isinstance(payload, dict):
+        return False
+    for key in ("agent", "harness"):
+        value = payload.get(key)
+        if isinstance(value, str) and value.lower() in KNOWN_AGENTS and value.lower() != kind:
+            return True
+    return False
+
+
+def _explicit_decision(spec: P.DecisionSpec, adapter: Adapter | None, now: float) -> Decision:
+    if not spec.prompt.strip():
+        raise SignalttyError("BAD_PARAMS", "decision prompt must not be blank", {"field": "decision.prompt"})
+    ids = [o.id for o in spec.options]
+    if len(set(ids)) != len(ids):
+        raise SignalttyError("BAD_PARAMS", "decision option ids must be unique", {"field": "decision.options"})
+    if any(not o.id.strip() or not o.label.strip() for o in spec.options):
+        raise SignalttyError("BAD_PARAMS", "decision options need an id and a label", {"field": "decision.options"})
+    return Decision(
+        id=spec.id,
+        prompt=spec.prompt,
+        options=[{"id": o.id, "label": o.label} for o in spec.options],
+        received_at=now,
+        native=False,
+        agent=adapter.kind if adapter else None,
+    )
+
+
+__all__ = ["HookService", "Route"]

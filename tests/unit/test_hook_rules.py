@@ -1,0 +1,303 @@
+"""states.md §9.1 (Claude), §9.2 (Codex, OpenCode, Cursor) and §9.8 rule rows, through the real
+builtin adapters and the pure ``core.rules.on_hook``/``on_answer``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from signaltty.agents import permission
+from signaltty.agents.adapters import adapter_for
+from signaltty.core import rules
+from signaltty.core.model import Decision
+from signaltty.core.rules import Alert, Emit
+from signaltty.core.states import Attention, Lifecycle
+from tests.unit.test_rules import NOW, make_pane
+
+
+def run_hook(pane, agent: str, event: str, payload: dict[str, Any] | None = None, **extra):
+    adapter = adapter_for(agent)
+    assert adapter is not None
+    decision = extra.pop("decision", None)
+    native_route = extra.pop("native_route", False)
+    if decision is None and event == "PermissionRequest" and permission.meets_native_contract(agent, payload):
+        decision = permission.native_decision(agent, payload, now=NOW)
+    sid = adapter.session_id(payload)
+    hook = rules.HookInput(
+        agent=adapter.kind,
+        event=event,
+        classification=adapter.classify(event, payload),
+        session_id=sid,
+        resume_argv=[*(a.replace("{id}", sid) for a in adapter.resume_template())] if sid and adapter.resume_template() else None,
+        draft=adapter.notification_draft(event, payload),
+        default_title=adapter.default_title,
+        display_name=adapter.display_name,
+        decision=decision,
+        answer_channel=adapter.answer_channel() is not None,
+        native_route=native_route,
+        notification_id="notif_1",
+        **extra,
+    )
+    return rules.on_hook(pane, hook, now=NOW)
+
+
+def names(outcome) -> list[str]:
+    return [e.event for e in outcome.effects if isinstance(e, Emit)]
+
+
+def alerts(outcome) -> list[str]:
+    return [e.cause for e in outcome.effects if isinstance(e, Alert)]
+
+
+def notes(outcome) -> list:
+    return [e.notification for e in outcome.effects if isinstance(e, rules.AddNotification)]
+
+
+def state(pane) -> tuple[str, str]:
+    return pane.lifecycle.value, pane.attention.value
+
+
+def native_dec() -> Decision:
+    return permission.native_decision("claude", {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "ls"}}, now=NOW)
+
+
+def test_h1_session_start():
+    pane = make_pane("claude")
+    out = run_hook(pane, "claude", "SessionStart", {"session_id": "S1", "source": "startup"})
+    assert state(pane) == ("idle", "none") and out.accepted
+    assert pane.agent.agent_session_id == "S1" and pane.agent.resume_argv == ["claude", "--resume", "S1"]
+    assert pane.hooked and "agent.idle" in names(out) and "pane.updated" in names(out)
+
+
+def test_h2_prompt_submit():
+    pane = make_pane("claude", "idle")
+    run_hook(pane, "claude", "UserPromptSubmit", {"session_id": "S1", "prompt": "fix"})
+    assert state(pane) == ("working", "none")
+
+
+def test_h3_tool_hook_no_events():
+    pane = make_pane("claude", "working")
+    pane.hooked = True
+    out = run_hook(pane, "claude", "PreToolUse", {"tool_name": "Bash"})
+    assert out.accepted and names(out) == [] and state(pane) == ("working", "none")
+
+
+def test_h4_permission_request_not_waiting():
+    pane = make_pane("claude", "working")
+    out = run_hook(pane, "claude", "PermissionRequest", {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "ls"}})
+    assert state(pane) == ("blocked", "permission_required")
+    dec = pane.pending_decision
+    assert dec.id.startswith("permission_") and dec.answerable is False and dec.native
+    assert dec.prompt == 'Allow Bash?\n{\n  "command": "ls"\n}'
+    assert [(n.title, n.severity, n.body) for n in notes(out)] == [("Claude needs approval", "warning", "Bash")]
+    assert alerts(out) == ["permission"]
+    assert out.decision_id == dec.id
+
+
+def test_h5_h6_h7_blocked_decision_lifecycle():
+    pane = make_pane("claude", "working")
+    run_hook(pane, "claude", "PermissionRequest", {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "ls"}})
+    out = run_hook(pane, "claude", "PostToolUse", {})  # H5
+    assert state(pane) == ("blocked", "permission_required") and names(out) == []
+    out = run_hook(pane, "claude", "Stop", {"last_assistant_message": "ok"})  # H6
+    assert state(pane) == ("done", "permission_required") and pane.pending_decision is not None
+    assert [n.title for n in notes(out)] == ["Claude turn complete"]
+    out = run_hook(pane, "claude", "UserPromptSubmit", {})  # H7
+    assert state(pane) == ("working", "none") and pane.pending_decision is None
+    evs = [(e.event, e.payload.get("reason")) for e in out.effects if isinstance(e, Emit)]
+    assert ("decision.cleared", "attention_cleared") in evs and ("attention.cleared", "hook") in evs
+
+
+def test_h8_permission_notification():
+    pane = make_pane("claude", "working")
+    run_hook(pane, "claude", "Notification", {"notification_type": "permission_prompt", "message": "Claude needs your permission to use Bash"})
+    assert state(pane) == ("blocked", "permission_required")
+    assert pane.last_message == "Claude needs your permission to use Bash"
+
+
+def test_h9_idle_prompt():
+    pane = make_pane("claude", "done", "unread")
+    out = run_hook(pane, "claude", "Notification", {"notification_type": "idle_prompt", "message": "Claude is waiting for your input"})
+    assert state(pane) == ("blocked", "input_required") and alerts(out) == ["idle_prompt"]
+
+
+def test_h10_stop():
+    pane = make_pane("claude", "working")
+    out = run_hook(pane, "claude", "Stop", {"last_assistant_message": "All tests pass."})
+    assert state(pane) == ("done", "unread") and pane.last_message == "All tests pass."
+    assert alerts(out) == ["turn_done"]
+
+
+@pytest.mark.parametrize(("before", "after"), [(("done", "none"), ("done", "none")), (("failed", "error"), ("failed", "error"))])
+def test_h11_h12_session_end_restatement(before, after):
+    pane = make_pane("claude", *before)
+    pane.last_message = "kept"
+    out = run_hook(pane, "claude", "SessionEnd", {"reason": "other"})
+    assert state(pane) == after and pane.last_message == "kept"
+    assert [n for n in names(out) if n.startswith(("agent.", "attention."))] == []
+
+
+def test_h13_session_end_while_working():
+    pane = make_pane("claude", "working")
+    out = run_hook(pane, "claude", "SessionEnd", {"reason": "prompt_input_exit"})
+    assert state(pane) == ("done", "unread") and pane.last_message == "session ended"
+    assert alerts(out) == ["session_end"]
+
+
+def test_h14_resume_changes_session_and_generation():
+    pane = make_pane("claude", "idle")
+    run_hook(pane, "claude", "SessionStart", {"session_id": "S1"})
+    assert pane.agent.session_generation == 0
+    run_hook(pane, "claude", "SessionStart", {"session_id": "S2", "source": "resume"})
+    assert pane.agent.agent_session_id == "S2" and pane.agent.session_generation == 1
+    assert pane.agent.resume_argv == ["claude", "--resume", "S2"] and state(pane) == ("idle", "none")
+
+
+def test_h15_generic_promoted():
+    pane = make_pane("generic")
+    run_hook(pane, "claude", "UserPromptSubmit", {})
+    assert pane.agent.kind == "claude" and state(pane) == ("working", "none")
+
+
+def test_specific_kind_not_switched_without_id():
+    pane = make_pane("codex", "idle")
+    run_hook(pane, "claude", "UserPromptSubmit", {})
+    assert pane.agent.kind == "codex"
+
+
+def test_h16_first_hook_withdraws_screen_marker():
+    pane = make_pane("claude", "blocked", "input_required")
+    pane.attention_marker = "screen"
+    out = run_hook(pane, "claude", "PreToolUse", {"tool_name": "Bash"})
+    assert state(pane) == ("blocked", "none") and pane.hooked
+    assert ("attention.cleared", "hook") in [(e.event, e.payload.get("reason")) for e in out.effects if isinstance(e, Emit)]
+
+
+def test_h19_harness_mismatch():
+    pane = make_pane("claude", "working")
+    out = run_hook(pane, "claude", "Stop", {"agent": "codex"}, foreign_harness=True)
+    assert (out.accepted, out.dropped, out.reason) == (False, True, "harness_mismatch")
+    assert state(pane) == ("working", "none") and out.effects == []
+
+
+def test_h20_unrecognized():
+    pane = make_pane("codex", "working")
+    out = run_hook(pane, "codex", "SubagentStop", {})
+    assert (out.accepted, out.reason) == (False, "unrecognized_hook") and not pane.hooked
+
+
+def test_h21_hooks_apply_to_exited_panes():
+    pane = make_pane("claude", "working")
+    rules.on_exit(pane, 0, now=NOW, shutting_down=False)
+    assert state(pane) == ("exited", "unread")
+    run_hook(pane, "claude", "SessionEnd", {"session_id": "S3"})
+    assert state(pane) == ("done", "unread") and pane.agent.agent_session_id == "S3"
+
+
+def test_c1_codex_permission():
+    pane = make_pane("codex", "working")
+    out = run_hook(pane, "codex", "PermissionRequest", {"session_id": "T", "tool_name": "shell", "tool_input": {"command": ["ls"]}})
+    assert state(pane) == ("blocked", "permission_required") and pane.pending_decision.native
+    assert [(n.title, n.severity, n.body) for n in notes(out)] == [("Codex needs approval", "warning", "shell")]
+
+
+@pytest.mark.parametrize(("event", "payload"), [("Stop", {"last_assistant_message": "done"}), ("agent-turn-complete", {"type": "agent-turn-complete", "last-assistant-message": "done"})])
+def test_c2_c3_codex_turn_done(event, payload):
+    pane = make_pane("codex", "working")
+    out = run_hook(pane, "codex", event, payload)
+    assert state(pane) == ("done", "unread")
+    assert [n.title for n in notes(out)] == ["Codex turn complete"]
+
+
+def test_c4_codex_explicit_decision_typed_channel():
+    pane = make_pane("codex", "working")
+    dec = Decision(id="d1", prompt="Run?", options=[{"id": "1", "label": "Yes"}, {"id": "2", "label": "No"}], received_at=NOW)
+    out = run_hook(pane, "codex", "Notification", {}, decision=dec, message="Run?", severity="info")
+    assert pane.pending_decision is dec and dec.answerable is True
+    assert "decision.created" in names(out)
+
+
+def test_c4_attention_input_required_with_decision():
+    pane = make_pane("codex", "working")
+    pane.attention = Attention.INPUT_REQUIRED
+    dec = Decision(id="d1", prompt="Run?", options=[{"id": "1", "label": "Yes"}, {"id": "2", "label": "No"}], received_at=NOW)
+    run_hook(pane, "codex", "Notification", {}, decision=dec, message="Run?")
+    assert pane.attention == Attention.INPUT_REQUIRED and pane.pending_decision.answerable
+
+
+@pytest.mark.parametrize(
+    ("row", "before", "event", "payload", "after"),
+    [
+        ("O1", ("idle", "none"), "session.status", {"status": "busy"}, ("working", "none")),
+        ("O2", ("working", "none"), "session.status", {"status": {"type": "idle"}}, ("done", "unread")),
+        ("O3", ("working", "none"), "session.error", {"message": "rate limited"}, ("failed", "error")),
+        ("O4", ("unknown", "none"), "session.created", {"properties": {"info": {"id": "ses_1"}}}, ("idle", "none")),
+    ],
+)
+def test_opencode(row, before, event, payload, after):
+    pane = make_pane("opencode", *before)
+    out = run_hook(pane, "opencode", event, payload)
+    assert state(pane) == after, row
+    if row == "O3":
+        assert [(n.title, n.body) for n in notes(out)] == [("OpenCode session error", "rate limited")]
+    if row == "O4":
+        assert pane.agent.agent_session_id == "ses_1" and pane.agent.resume_argv == ["opencode", "--session", "ses_1"]
+
+
+@pytest.mark.parametrize(("row", "before", "event", "after", "title"), [("U1", "idle", "beforeSubmitPrompt", ("working", "none"), None), ("U2", "working", "stop", ("done", "unread"), "Cursor turn complete")])
+def test_cursor(row, before, event, after, title):
+    pane = make_pane("cursor", before)
+    out = run_hook(pane, "cursor", event, {})
+    assert state(pane) == after
+    assert [n.title for n in notes(out)] == ([title] if title else [])
+
+
+def test_explicit_message_notification():
+    pane = make_pane("generic", "idle")
+    out = run_hook(pane, "generic", "custom", {}, message="hello there", severity="warning")
+    assert out.accepted and pane.attention == Attention.WARNING
+    (note,) = notes(out)
+    assert note.source == "hook:generic:custom" and note.body == "hello there"
+
+
+def test_d_answer_resumes_blocked_pane():
+    pane = make_pane("claude", "working")
+    dec = native_dec()
+    run_hook(pane, "claude", "PermissionRequest", {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "ls"}}, decision=dec, native_route=True)
+    assert dec.answerable is True
+    effects = rules.on_answer(pane, dec.id, "once", now=NOW)
+    assert state(pane) == ("working", "none") and pane.pending_decision is None
+    evs = [(e.event, e.payload.get("option_id") or e.payload.get("reason")) for e in effects if isinstance(e, Emit)]
+    assert evs[:2] == [("decision.answered", "once"), ("attention.cleared", "decision_answer")]
+
+
+def test_superseded_native_decision_cancels_old_route():
+    pane = make_pane("claude", "working")
+    first = native_dec()
+    run_hook(pane, "claude", "PermissionRequest", {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "ls"}}, decision=first, native_route=True)
+    out = run_hook(pane, "claude", "PermissionRequest", {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "pwd"}}, native_route=True)
+    cancels = [e for e in out.effects if isinstance(e, rules.CancelRoute)]
+    assert cancels == [rules.CancelRoute(first.id, "superseded")]
+    created = [e for e in out.effects if isinstance(e, Emit) and e.event == "decision.created"][0]
+    assert created.payload["prev"] == first.id
+
+
+def test_session_replacement_clears_decision_moved_on():
+    pane = make_pane("claude", "working")
+    run_hook(pane, "claude", "SessionStart", {"session_id": "S1"})
+    run_hook(pane, "claude", "PermissionRequest", {"session_id": "S1", "tool_name": "Bash", "tool_input": {}}, native_route=True)
+    effects, changed = rules.set_session(pane, "claude", "S2", ["claude", "--resume", "S2"])
+    assert "agent_session_id" in changed and pane.pending_decision is None
+    assert any(isinstance(e, rules.CancelRoute) and e.reason == "moved_on" for e in effects)
+
+
+def test_resume_rule():
+    pane = make_pane("claude", "working", "unread", pending_decision=native_dec())
+    pane.live = False
+    pane.hooked = True
+    effects = rules.on_resume(pane, "pi_2", now=NOW)
+    assert pane.live and pane.process_instance == "pi_2" and not pane.hooked
+    assert state(pane) == ("unknown", "unread") and pane.lifecycle_source == "resume"
+    assert pane.pending_decision is None
+    assert ("decision.cleared", "moved_on") in [(e.event, e.payload.get("reason")) for e in effects if isinstance(e, Emit)]
