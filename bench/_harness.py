@@ -84,6 +84,22 @@ def dump_json(data: dict[str, Any]) -> None:
     sys.stdout.write("\n")
 
 
+def code_version() -> str:
+    """``<short commit>`` of the checkout the daemon runs from, ``+dirty`` when signaltty/ has
+    uncommitted changes (figures then belong to the working tree, not to the commit)."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(
+            ["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", repo, "status", "--porcelain", "--", "signaltty"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head or "unknown") + ("+dirty" if dirty else "")
+
+
 def machine_info() -> dict[str, Any]:
     import platform
 
@@ -94,6 +110,7 @@ def machine_info() -> dict[str, Any]:
         "mem_gb": round(psutil.virtual_memory().total / 2**30, 1),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
+        "code": code_version(),
     }
 
 

@@ -14,6 +14,7 @@ Spec: integrations.md §3.1; seed 000 (ADR-0014 paragraph).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -178,10 +179,8 @@ def _run_probe(executable: str, timeout_s: float) -> bool | None:
     try:
         return proc.wait(timeout=timeout_s) == 0
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         proc.wait()
         return None
 

@@ -84,8 +84,7 @@ def program_name(argv: Sequence[str]) -> str:
     if not argv:
         return ""
     name = os.path.basename(argv[0])
-    if name.startswith("-"):
-        name = name[1:]
+    name = name.removeprefix("-")
     if not is_runtime(name):
         return name
     return _script_name(name, list(argv[1:]))

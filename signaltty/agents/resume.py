@@ -54,7 +54,7 @@ def validate_session_id(value: object) -> str:
     Spec: protocol.md §6 ``report-session`` (id 1–256 printable chars).
     """
     if not isinstance(value, str):
-        raise ValueError("session id must be a string")
+        raise ValueError("session id must be a string")  # noqa: TRY004 (router: BAD_PARAMS)
     if not 0 < len(value) <= MAX_SESSION_ID:
         raise ValueError(f"session id must be 1–{MAX_SESSION_ID} characters (got {len(value)})")
     if not is_valid_session_id(value):

@@ -132,11 +132,33 @@ def build_parser() -> argparse.ArgumentParser:
     wo.add_argument("--new-only", action="store_true", help="only output arriving after the call")
     wo.add_argument("--timeout", type=float, help="seconds (default 30); exit 124 on timeout")
     pn.add_parser("attach", parents=[common], help="interactive view; Ctrl+] detaches").add_argument("id")
-    for name in ("close", "mark-seen"):
+    for name in ("close", "mark-seen", "resume"):
         x = pn.add_parser(name, parents=[common])
         x.add_argument("id")
         if name == "close":
             x.add_argument("--signal")
+    sm = pn.add_parser("submit", parents=[common], help="paste a prompt into an agent and press Enter")
+    sm.add_argument("id")
+    g = sm.add_mutually_exclusive_group(required=True)
+    g.add_argument("--text")
+    g.add_argument("--stdin", action="store_true")
+    sm.add_argument("--submit-delay-ms", type=int)
+    sm.add_argument("--stall-timeout", type=float)
+
+    dc = sub.add_parser("decision", parents=[common], help="answer a pending decision").add_subparsers(dest="sub", required=True, metavar="ACTION")
+    da = dc.add_parser("answer", parents=[common])
+    da.add_argument("--pane")
+    da.add_argument("--decision")
+    g = da.add_mutually_exclusive_group(required=True)
+    g.add_argument("--option")
+    g.add_argument("--verdict", choices=["allow", "deny"])
+
+    pm = sub.add_parser("permission", parents=[common], help="pending permission requests").add_subparsers(dest="sub", required=True, metavar="ACTION")
+    pl = pm.add_parser("list", parents=[common])
+    pl.add_argument("--pane")
+    pa = pm.add_parser("answer", parents=[common], help="answer allow|deny for a pane_… or a decision id")
+    pa.add_argument("target")
+    pa.add_argument("verdict", choices=["allow", "deny"])
 
     nt = sub.add_parser("notify", parents=[common], help="post a notification")
     nt.add_argument("--title", required=True)
@@ -248,6 +270,14 @@ def _run(args: argparse.Namespace) -> int:
 
                 return attach(cl.path, r["pane_id"])
             return _out(args, r, r.get("pane_id") or "(none)")
+        if cmd == "decision":
+            r = cl.call(
+                "decision.answer",
+                {"pane_id": args.pane, "decision_id": args.decision, "option_id": args.option, "verdict": args.verdict},
+            )
+            return _out(args, r, f"answered {r['decision_id']} with {r['option_id']}")
+        if cmd == "permission":
+            return _permission(args, cl)
         if cmd == "attention":
             r = cl.call("attention.pending", {"limit": args.limit})
             human = "\n".join(render.attention_line(a) for a in r["panes"]) or "(nothing needs you)"
@@ -423,8 +453,33 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
     if sub == "close":
         r = cl.call("pane.close", {"pane_id": args.id, "signal": args.signal})
         return _out(args, r, "")
+    if sub == "resume":
+        r = cl.call("pane.resume", {"pane_id": args.id})
+        return _out(args, r, f"resumed {r['pane']['id']}: {' '.join(r['pane']['agent']['resume_argv'] or [])}")
+    if sub == "submit":
+        text = sys.stdin.read() if args.stdin else args.text
+        r = cl.call(
+            "pane.submit",
+            {"pane_id": args.id, "text": text, "submit_delay_ms": args.submit_delay_ms, "stall_timeout_s": args.stall_timeout},
+        )
+        return _out(args, r, f"submitted ({r['outcome']})")
     r = cl.call("pane.mark_seen", {"pane_id": args.id})
     return _out(args, r, "")
+
+
+def _permission(args: argparse.Namespace, cl: Client) -> int:
+    """``permission list|answer`` (integrations.md §4.3)."""
+    if args.sub == "list":
+        r = cl.call("permission.list", {"pane_id": args.pane})
+        lines = [
+            f"{x['decision_id']}  {x['pane_id']}  {x['agent']}  {x.get('tool_name') or '-'}  "
+            f"{'answerable' if x['answerable'] else 'read-only'}  {(x['prompt'].splitlines() or [''])[0]}"
+            for x in r["permissions"]
+        ]
+        return _out(args, r, "\n".join(lines) or "no pending permissions")
+    key = "pane_id" if args.target.startswith("pane_") else "decision_id"
+    r = cl.call("decision.answer", {key: args.target, "verdict": args.verdict})
+    return _out(args, r, f"answered {r['decision_id']} with {r['option_id']}")
 
 
 def _subscribe(args: argparse.Namespace, cl: Client) -> int:

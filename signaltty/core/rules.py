@@ -375,11 +375,6 @@ def restore(pane: Pane, *, has_resume: bool) -> None:
 
 # ---------------------------------------------------------------- hooks (states.md §3.1)
 
-TOOL_EVENTS = frozenset(
-    {"PreToolUse", "PostToolUse", "PreCompact", "PostCompact", "preToolUse", "postToolUse"}
-)
-
-
 @dataclass(slots=True)
 class HookInput:
     """One accepted-for-processing hook after routing (states.md §3.1 steps 6–15).
@@ -408,6 +403,7 @@ class HookInput:
     classification: Classification
     session_id: str | None = None
     resume_argv: list[str] | None = None
+    resume_source: str = "adapter"
     draft: NotificationDraft | None = None
     default_title: str = "Agent"
     display_name: str | None = None
@@ -513,7 +509,12 @@ def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
     effects: list[Effect] = []
     # 7. session identity
     id_effects, changed = set_session(
-        pane, hook.agent, hook.session_id, hook.resume_argv, display_name=hook.display_name
+        pane,
+        hook.agent,
+        hook.session_id,
+        hook.resume_argv,
+        resume_source=hook.resume_source,
+        display_name=hook.display_name,
     )
     effects += id_effects
     if changed:

@@ -8,7 +8,7 @@ from typing import Final
 
 PROTOCOL: Final = "signaltty/1"
 
-# protocol.md §5 (tier 1). Tier 2 names are added as their issues land.
+# protocol.md §5 (tier 1) and the tier 2 methods implemented so far.
 METHODS: Final[tuple[str, ...]] = (
     "server.status",
     "server.schema",
@@ -36,6 +36,13 @@ METHODS: Final[tuple[str, ...]] = (
     "wait",
     "focus.next_unread",
     "attention.pending",
+    # protocol.md §6 (tier 2)
+    "hook-event",
+    "report-session",
+    "decision.answer",
+    "permission.list",
+    "pane.resume",
+    "pane.submit",
 )
 
 # Calls that hold the connection until they finish (protocol.md §3 "single-flight calls").

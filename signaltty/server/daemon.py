@@ -26,6 +26,7 @@ from signaltty.core.model import Pane
 from signaltty.server import persistence
 from signaltty.server.bus import Bus
 from signaltty.server.config import Config, load_config
+from signaltty.server.hooks import HookService
 from signaltty.server.listener import Listener
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.router import Router
@@ -74,6 +75,7 @@ class Daemon:
         self.runtimes: dict[str, PaneRuntime] = {}
         self.router = Router(self)
         self.spawner = Spawner(self)
+        self.hooks = HookService(self)
         self.listener: Listener | None = None
         self.single_flight: set[asyncio.Task[Any]] = set()
         self.shutting_down = False
@@ -273,6 +275,7 @@ class Daemon:
         sdnotify.stopping("shutting down")
         self.shutting_down = True
         self.store.shutting_down = True
+        self.hooks.cancel_all("shutdown")
         for task in list(self.single_flight):
             task.cancel()
         self.store.emit("server.will_shutdown", {})

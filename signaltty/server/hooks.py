@@ -71,6 +71,10 @@ class HookService:
         if route is not None and not route.future.done():
             route.future.set_result(("cancelled", _cancel_reason(reason)))
 
+    def forget_pane(self, pane_id: str) -> None:
+        """A new process instance in the pane: its tracked agent process is gone."""
+        self.agent_pids.pop(pane_id, None)
+
     def cancel_all(self, reason: str) -> None:
         for decision_id in list(self.routes):
             self.cancel_route(decision_id, reason)
@@ -166,7 +170,23 @@ class HookService:
                 "lifecycle": pane.lifecycle.value,
                 "attention": pane.attention.value,
             }
+        if adapter.is_auxiliary(p.event, payload, pane.agent.agent_session_id):
+            # e.g. the notify of Codex's hidden title-generation thread
+            return {
+                **base,
+                "accepted": False,
+                "dropped": True,
+                "reason": "unrecognized_hook",
+                "pane_id": pane.id,
+                "lifecycle": pane.lifecycle.value,
+                "attention": pane.attention.value,
+            }
         resume_argv = resume.resolve(pane, adapter, session_id) if session_id else None
+        reported = (
+            pane.agent.resume_source == "reported"
+            and resume_argv is not None
+            and resume_argv == pane.agent.resume_argv
+        )
         route: Route | None = None
         if p.wait_for_answer and decision is not None:
             loop = asyncio.get_running_loop()
@@ -188,6 +208,7 @@ class HookService:
             classification=adapter.classify(p.event, payload),
             session_id=session_id,
             resume_argv=resume_argv,
+            resume_source="reported" if reported else "adapter",
             draft=adapter.notification_draft(p.event, payload),
             default_title=adapter.default_title,
             display_name=adapter.display_name,

@@ -29,7 +29,7 @@ from signaltty.core.sanitize import sanitize_text
 from signaltty.core.states import ATTENTION_RANK, Attention
 from signaltty.proto import constants, params as P
 from signaltty.proto.envelope import SignalttyError
-from signaltty.server import spawning
+from signaltty.server import spawning, submit
 from signaltty.server.bus import glob_match
 from signaltty.server.panes import LineCollector, PaneRuntime, compile_matcher
 
@@ -75,7 +75,8 @@ class Router:
         self.d = daemon
         self.store = daemon.store
         self._handlers: dict[str, Handler] = {
-            name: getattr(self, "m_" + name.replace(".", "_")) for name in constants.METHODS
+            name: getattr(self, "m_" + name.replace(".", "_").replace("-", "_"))
+            for name in constants.METHODS
         }
 
     async def call(self, conn: Connection | None, method: str, raw: dict[str, Any]) -> dict[str, Any]:
@@ -677,6 +678,32 @@ class Router:
                 item["decision_id"] = pane.pending_decision.id
             out.append(item)
         return {"panes": out}
+
+
+    # ---------------------------------------------------------------- tier 2
+
+    async def m_hook_event(self, conn: Connection | None, p: P.HookEvent) -> dict[str, Any]:
+        return await self.d.hooks.hook_event(p)
+
+    async def m_report_session(self, conn: Connection | None, p: P.ReportSession) -> dict[str, Any]:
+        return self.d.hooks.report_session(p)
+
+    async def m_decision_answer(self, conn: Connection | None, p: P.DecisionAnswer) -> dict[str, Any]:
+        return await self.d.hooks.answer(p)
+
+    async def m_permission_list(self, conn: Connection | None, p: P.PermissionList) -> dict[str, Any]:
+        if p.pane_id is not None:
+            self._pane(p.pane_id)
+        return self.d.hooks.permission_list(p.pane_id)
+
+    async def m_pane_resume(self, conn: Connection | None, p: P.PaneRef) -> dict[str, Any]:
+        pane = self._pane(p.pane_id)
+        if pane.live:
+            raise SignalttyError("BAD_PARAMS", "pane is already live")
+        return {"pane": (await self.d.spawner.resume(pane)).to_wire()}
+
+    async def m_pane_submit(self, conn: Connection | None, p: P.PaneSubmit) -> dict[str, Any]:
+        return await submit.submit(self, p)
 
 
 def _focus_key(pane: Pane) -> tuple[int, float, str]:

@@ -6,13 +6,18 @@ agents.md §3.1 step 3 (builtin names), desktop-and-service.md §3.2 (systemd va
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from signaltty import __version__
+from signaltty.agents import codex_runtime, resume
+from signaltty.agents.adapters import adapter_for
+from signaltty.agents.registry import builtin_kind, display_name_for
+from signaltty.core import rules
 from signaltty.core.ids import new_id
 from signaltty.core.model import AgentInfo, Pane, Workspace
 from signaltty.proto.envelope import SignalttyError
@@ -39,15 +44,6 @@ SCRUBBED_ENV = frozenset(
     ).split()
 )
 
-# agents.md §3.1 step 3 and §2: builtin program names → (kind, display name).
-BUILTIN_KINDS: dict[str, tuple[str, str]] = {
-    "claude": ("claude", "Claude Code"),
-    "codex": ("codex", "Codex"),
-    "opencode": ("opencode", "OpenCode"),
-    "cursor-agent": ("cursor", "Cursor Agent"),
-    "pi": ("pi", "Pi"),
-}
-KIND_NAMES = {kind: name for kind, name in BUILTIN_KINDS.values()}
 KNOWN_HINTS = frozenset({"claude", "codex", "opencode", "cursor", "pi", "generic", "none"})
 
 
@@ -92,15 +88,12 @@ def pane_environment(
 
 
 def detect_kind(argv0: str, hint: str | None) -> AgentInfo:
-    """Kind from a hint (unknown → ``none``) or the program basename (agents.md §3.1)."""
+    """Kind from a hint (unknown → ``none``) or the program basename (agents.md §3.1 step 3)."""
     if hint is not None:
         kind = hint if hint in KNOWN_HINTS else "none"
-        return AgentInfo(kind=kind, display_name=KIND_NAMES.get(kind, "Terminal"))
-    base = os.path.basename(argv0)
-    if base in BUILTIN_KINDS:
-        kind, name = BUILTIN_KINDS[base]
-        return AgentInfo(kind=kind, display_name=name)
-    return AgentInfo(kind="generic", display_name="Terminal")
+    else:
+        kind = builtin_kind(os.path.basename(argv0)) or "generic"
+    return AgentInfo(kind=kind, display_name=display_name_for(kind))
 
 
 class Spawner:
@@ -145,13 +138,7 @@ class Spawner:
             socket_path=str(self.d.socket_path),
             parent_pane_id=parent.id if parent else None,
         )
-        try:
-            program = ptymod.resolve_program(stored[0], env["PATH"], cwd)
-            proc = ptymod.spawn([program, *stored[1:]], env=env, cwd=cwd, cols=size[0], rows=size[1])
-        except ptymod.SpawnError as exc:
-            raise SignalttyError(
-                "SPAWN_FAILED", exc.strerror or str(exc), {"errno": exc.errno}
-            ) from None
+        proc, integration = await self._start(stored, env, cwd, size)
         now = store.now()
         pane = Pane(
             id=pane_id,
@@ -172,6 +159,7 @@ class Spawner:
             root_pane_id=(parent.root_pane_id or parent.id) if parent else None,
             relationship=relationship,
             process_instance=new_id("pi"),
+            integration=integration,
         )
         store.panes[pane_id] = pane
         runtime = PaneRuntime(store, pane)
@@ -185,4 +173,80 @@ class Spawner:
         store.emit("workspace.updated", {"workspace": ws.to_wire()})
         runtime.start(proc)
         log.info("pane.spawned", pane_id=pane_id, workspace_id=ws.id, pid=proc.pid)
+        return pane
+
+    async def _start(
+        self, stored: list[str], env: dict[str, str], cwd: str, size: tuple[int, int]
+    ) -> tuple[ptymod.PtyProcess, dict[str, Any] | None]:
+        """Resolve, apply the Codex runtime insertion, and spawn (argv is never modified).
+
+        Raises:
+            SignalttyError: ``SPAWN_FAILED`` with ``details.errno``.
+        """
+        integration: dict[str, Any] | None = None
+        try:
+            program = ptymod.resolve_program(stored[0], env["PATH"], cwd)
+            run = [program, *stored[1:]]
+            if builtin_kind(os.path.basename(program)) == "codex":
+                supported = False
+                if codex_runtime.classify_argv(run).kind == "interactive":
+                    supported = await asyncio.to_thread(codex_runtime.probe_no_daemon, program)
+                plan = codex_runtime.plan(run, lambda: supported)
+                run = plan.argv
+                if plan.notice:
+                    integration = {"agent": "codex", "status": "disabled", "changed": False, "notice": plan.notice}
+                    log.info("pane.codex_notice", notice=plan.notice)
+            proc = ptymod.spawn(run, env=env, cwd=cwd, cols=size[0], rows=size[1])
+        except ptymod.SpawnError as exc:
+            raise SignalttyError(
+                "SPAWN_FAILED", exc.strerror or str(exc), {"errno": exc.errno}
+            ) from None
+        return proc, integration
+
+    async def resume(self, pane: Pane) -> Pane:
+        """``pane.resume``: start the resume command in the same pane (protocol.md §6).
+
+        Raises:
+            SignalttyError: ``BAD_PARAMS`` "not resumable", ``SPAWN_FAILED`` (pane unchanged),
+                ``RATE_LIMITED``.
+        """
+        store = self.d.store
+        adapter = adapter_for(pane.agent.kind)
+        info = pane.agent
+        argv: list[str] | None
+        if info.resume_source == "reported" and info.resume_argv:
+            argv = list(info.resume_argv)
+        elif adapter is not None and info.agent_session_id:
+            argv = resume.resolve(pane, adapter, info.agent_session_id)
+        else:
+            argv = None
+        if not argv:
+            raise SignalttyError("BAD_PARAMS", "not resumable")
+        live = sum(1 for p in store.panes.values() if p.live)
+        if live >= self.d.config.server.max_live_panes:
+            raise SignalttyError("RATE_LIMITED", f"more than {live} live panes")
+        cwd = pane.launch_cwd if os.path.isdir(pane.launch_cwd) else pane.cwd
+        env = pane_environment(
+            os.environ,
+            os.environ.get("PATH", os.defpath),
+            dict(info.config_env),
+            pane_id=pane.id,
+            socket_path=str(self.d.socket_path),
+            parent_pane_id=pane.parent_pane_id,
+        )
+        proc, integration = await self._start(argv, env, cwd, (pane.cols, pane.rows))
+        old = self.d.runtimes.get(pane.id)
+        if old is not None:
+            old.close()
+        info.resume_argv = argv
+        pane.integration = integration
+        pane.cwd = cwd
+        effects = rules.on_resume(pane, new_id("pi"), now=store.now())
+        store.apply(effects)
+        self.d.hooks.forget_pane(pane.id)
+        runtime = PaneRuntime(store, pane)
+        self.d.runtimes[pane.id] = runtime
+        store.emit("pane.created", {"pane": pane.to_wire(), "resumed": True})
+        runtime.start(proc)
+        log.info("pane.resumed", pane_id=pane.id, pid=proc.pid)
         return pane

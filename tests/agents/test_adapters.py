@@ -16,9 +16,15 @@ from signaltty.agents.registry import builtin_kind, detect_kind, display_name_fo
 from signaltty.core.hooks import Classification, NotificationDraft
 from signaltty.core.states import ATTENTION_RANK, Attention, Lifecycle
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "real-agents"
+FIXTURES = Path(__file__).parents[3] / "shared" / "fixtures" / "real-agents"
 
-W, B, D, I, F = Lifecycle.WORKING, Lifecycle.BLOCKED, Lifecycle.DONE, Lifecycle.IDLE, Lifecycle.FAILED
+W, B, D, I, F = (
+    Lifecycle.WORKING,
+    Lifecycle.BLOCKED,
+    Lifecycle.DONE,
+    Lifecycle.IDLE,
+    Lifecycle.FAILED,
+)
 NONE, UNREAD, INPUT, PERM, ERR = (
     Attention.NONE,
     Attention.UNREAD,
@@ -50,16 +56,46 @@ ROWS: list[tuple[str, str, Any, Any]] = [
     ("claude", "PostToolUse", {}, TOOL),
     ("claude", "PreCompact", {}, TOOL),
     ("claude", "SubagentStop", {}, TOOL),
-    ("claude", "PermissionRequest", {"prompt": "May I?", "message": "m"}, C(B, PERM, "May I?", "permission")),
+    (
+        "claude",
+        "PermissionRequest",
+        {"prompt": "May I?", "message": "m"},
+        C(B, PERM, "May I?", "permission"),
+    ),
     ("claude", "PermissionRequest", {"message": "m"}, C(B, PERM, "m", "permission")),
     ("claude", "PermissionRequest", {}, C(B, PERM, "permission requested", "permission")),
-    ("claude", "PermissionRequest", {"prompt": "  ", "message": 7}, C(B, PERM, "permission requested", "permission")),
-    ("claude", "Notification", {"notification_type": "permission_prompt", "message": "need"}, C(B, PERM, "need", "permission")),
-    ("claude", "Notification", {"notification_type": "idle_prompt", "message": "wait"}, C(B, INPUT, "wait", "idle_prompt")),
-    ("claude", "Notification", {"notification_type": "elicitation_dialog", "message": "q"}, C(B, INPUT, "q", "input")),
+    (
+        "claude",
+        "PermissionRequest",
+        {"prompt": "  ", "message": 7},
+        C(B, PERM, "permission requested", "permission"),
+    ),
+    (
+        "claude",
+        "Notification",
+        {"notification_type": "permission_prompt", "message": "need"},
+        C(B, PERM, "need", "permission"),
+    ),
+    (
+        "claude",
+        "Notification",
+        {"notification_type": "idle_prompt", "message": "wait"},
+        C(B, INPUT, "wait", "idle_prompt"),
+    ),
+    (
+        "claude",
+        "Notification",
+        {"notification_type": "elicitation_dialog", "message": "q"},
+        C(B, INPUT, "q", "input"),
+    ),
     ("claude", "Notification", {"message": "q"}, C(B, INPUT, "q", "input")),
     ("claude", "Notification", {}, C(B, INPUT, None, "input")),
-    ("claude", "Stop", {"last_assistant_message": "All tests pass."}, C(D, UNREAD, "All tests pass.", "turn_done")),
+    (
+        "claude",
+        "Stop",
+        {"last_assistant_message": "All tests pass."},
+        C(D, UNREAD, "All tests pass.", "turn_done"),
+    ),
     ("claude", "Stop", {}, C(D, UNREAD, "turn complete", "turn_done")),
     ("claude", "SessionEnd", {"reason": "other"}, C(D, UNREAD, "session ended", "session_end")),
     ("claude", "MessageDisplay", {"delta": "hi"}, UNREC),
@@ -71,12 +107,32 @@ ROWS: list[tuple[str, str, Any, Any]] = [
     ("codex", "PostToolUse", {}, TOOL),
     ("codex", "PreCompact", {}, TOOL),
     ("codex", "PostCompact", {}, TOOL),
-    ("codex", "PermissionRequest", {"tool_name": "shell"}, C(B, PERM, "approval requested", "permission")),
+    (
+        "codex",
+        "PermissionRequest",
+        {"tool_name": "shell"},
+        C(B, PERM, "approval requested", "permission"),
+    ),
     ("codex", "Stop", {"last_assistant_message": "done"}, C(D, UNREAD, "done", "turn_done")),
     ("codex", "Stop", {}, C(D, UNREAD, "turn complete", "turn_done")),
-    ("codex", "agent-turn-complete", {"type": "agent-turn-complete", "last-assistant-message": "ok"}, C(D, UNREAD, "ok", "turn_done")),
-    ("codex", "agent-turn-complete", {"last_assistant_message": "ok2"}, C(D, UNREAD, "ok2", "turn_done")),
-    ("codex", "agent-turn-complete", {"last-assistant-message": None}, C(D, UNREAD, "turn complete", "turn_done")),
+    (
+        "codex",
+        "agent-turn-complete",
+        {"type": "agent-turn-complete", "last-assistant-message": "ok"},
+        C(D, UNREAD, "ok", "turn_done"),
+    ),
+    (
+        "codex",
+        "agent-turn-complete",
+        {"last_assistant_message": "ok2"},
+        C(D, UNREAD, "ok2", "turn_done"),
+    ),
+    (
+        "codex",
+        "agent-turn-complete",
+        {"last-assistant-message": None},
+        C(D, UNREAD, "turn complete", "turn_done"),
+    ),
     ("codex", "SessionEnd", {}, C(D, UNREAD, "session ended", "session_end")),
     ("codex", "SubagentStop", {}, UNREC),
     ("codex", "SubagentStart", {"session_id": "T"}, UNREC),
@@ -89,13 +145,28 @@ ROWS: list[tuple[str, str, Any, Any]] = [
     ("opencode", "session.status", {"status": {"type": "busy"}}, C(W, NONE)),
     ("opencode", "session.status", {"properties": {"status": {"type": "busy"}}}, C(W, NONE)),
     ("opencode", "session.status", {"status": "idle"}, C(D, UNREAD, "session idle", "turn_done")),
-    ("opencode", "session.status", {"status": {"type": "idle"}}, C(D, UNREAD, "session idle", "turn_done")),
+    (
+        "opencode",
+        "session.status",
+        {"status": {"type": "idle"}},
+        C(D, UNREAD, "session idle", "turn_done"),
+    ),
     ("opencode", "session.status", {"status": {"type": "retry"}}, UNREC),
     ("opencode", "session.status", {}, UNREC),
     ("opencode", "session.idle", {}, C(D, UNREAD, "session idle", "turn_done")),
     ("opencode", "session.error", {"message": "rate limited"}, C(F, ERR, "rate limited", "error")),
-    ("opencode", "session.error", {"error": {"name": "APIError", "data": {"message": "quota exceeded"}}}, C(F, ERR, "quota exceeded", "error")),
-    ("opencode", "session.error", {"properties": {"error": {"data": {"message": "auth"}}}}, C(F, ERR, "auth", "error")),
+    (
+        "opencode",
+        "session.error",
+        {"error": {"name": "APIError", "data": {"message": "quota exceeded"}}},
+        C(F, ERR, "quota exceeded", "error"),
+    ),
+    (
+        "opencode",
+        "session.error",
+        {"properties": {"error": {"data": {"message": "auth"}}}},
+        C(F, ERR, "auth", "error"),
+    ),
     ("opencode", "session.error", {}, C(F, ERR, "session error", "error")),
     ("opencode", "permission.asked", {"sessionID": "ses_1"}, UNREC),
     # 2.4 Cursor Agent
@@ -121,36 +192,98 @@ def test_table_rows(agent, event, payload, expected):
     adapter = ADAPTERS[agent]
     got = adapter.classify(event, payload)
     if expected == TOOL:
-        assert got == Classification(tool_hook=True) and got.recognized
+        assert got == Classification(tool_hook=True)
+        assert got.recognized
         assert adapter.is_tool_hook(event)
     elif expected == UNREC:
-        assert got == Classification() and not got.recognized
+        assert got == Classification()
+        assert not got.recognized
     else:
         assert got == expected
         assert not adapter.is_tool_hook(event)
 
 
 DRAFTS: list[tuple[str, str, Any, NotificationDraft | None]] = [
-    ("claude", "PermissionRequest", {"tool_name": "Bash"}, NotificationDraft("Claude needs approval", "Bash", "warning")),
-    ("claude", "PermissionRequest", {}, NotificationDraft("Claude needs approval", None, "warning")),
-    ("claude", "Notification", {"notification_type": "permission_prompt", "message": "m"}, NotificationDraft("Claude needs approval", "m", "warning")),
-    ("claude", "Notification", {"notification_type": "idle_prompt", "message": "w"}, NotificationDraft("Claude needs input", "w", "info")),
-    ("claude", "Stop", {"last_assistant_message": "ok"}, NotificationDraft("Claude turn complete", "ok", "info")),
+    (
+        "claude",
+        "PermissionRequest",
+        {"tool_name": "Bash"},
+        NotificationDraft("Claude needs approval", "Bash", "warning"),
+    ),
+    (
+        "claude",
+        "PermissionRequest",
+        {},
+        NotificationDraft("Claude needs approval", None, "warning"),
+    ),
+    (
+        "claude",
+        "Notification",
+        {"notification_type": "permission_prompt", "message": "m"},
+        NotificationDraft("Claude needs approval", "m", "warning"),
+    ),
+    (
+        "claude",
+        "Notification",
+        {"notification_type": "idle_prompt", "message": "w"},
+        NotificationDraft("Claude needs input", "w", "info"),
+    ),
+    (
+        "claude",
+        "Stop",
+        {"last_assistant_message": "ok"},
+        NotificationDraft("Claude turn complete", "ok", "info"),
+    ),
     ("claude", "Stop", {}, NotificationDraft("Claude turn complete", None, "info")),
     ("claude", "SessionStart", {}, None),
     ("claude", "UserPromptSubmit", {}, None),
     ("claude", "SessionEnd", {}, None),
     ("claude", "PreToolUse", {"tool_name": "Bash"}, None),
-    ("codex", "PermissionRequest", {"tool_name": "shell"}, NotificationDraft("Codex needs approval", "shell", "warning")),
-    ("codex", "PermissionRequest", {"description": "wants net"}, NotificationDraft("Codex needs approval", "wants net", "warning")),
-    ("codex", "PermissionRequest", {"tool_input": {"description": "why"}}, NotificationDraft("Codex needs approval", "why", "warning")),
-    ("codex", "Stop", {"last_assistant_message": "done"}, NotificationDraft("Codex turn complete", "done", "info")),
-    ("codex", "agent-turn-complete", {"last-assistant-message": "d2"}, NotificationDraft("Codex turn complete", "d2", "info")),
+    (
+        "codex",
+        "PermissionRequest",
+        {"tool_name": "shell"},
+        NotificationDraft("Codex needs approval", "shell", "warning"),
+    ),
+    (
+        "codex",
+        "PermissionRequest",
+        {"description": "wants net"},
+        NotificationDraft("Codex needs approval", "wants net", "warning"),
+    ),
+    (
+        "codex",
+        "PermissionRequest",
+        {"tool_input": {"description": "why"}},
+        NotificationDraft("Codex needs approval", "why", "warning"),
+    ),
+    (
+        "codex",
+        "Stop",
+        {"last_assistant_message": "done"},
+        NotificationDraft("Codex turn complete", "done", "info"),
+    ),
+    (
+        "codex",
+        "agent-turn-complete",
+        {"last-assistant-message": "d2"},
+        NotificationDraft("Codex turn complete", "d2", "info"),
+    ),
     ("codex", "SessionEnd", {}, None),
     ("codex", "Interrupt", {}, None),
-    ("opencode", "session.status", {"status": "idle"}, NotificationDraft("OpenCode session idle", None, "info")),
+    (
+        "opencode",
+        "session.status",
+        {"status": "idle"},
+        NotificationDraft("OpenCode session idle", None, "info"),
+    ),
     ("opencode", "session.idle", {}, NotificationDraft("OpenCode session idle", None, "info")),
-    ("opencode", "session.error", {"message": "rate limited"}, NotificationDraft("OpenCode session error", "rate limited", "error")),
+    (
+        "opencode",
+        "session.error",
+        {"message": "rate limited"},
+        NotificationDraft("OpenCode session error", "rate limited", "error"),
+    ),
     ("opencode", "session.error", {}, NotificationDraft("OpenCode session error", None, "error")),
     ("opencode", "session.status", {"status": "busy"}, None),
     ("opencode", "session.created", {}, None),
@@ -210,7 +343,8 @@ def test_session_ids(agent, payload, expected):
 )
 def test_adapter_identity(kind, display, resume, channel, names):
     adapter = adapter_for(kind)
-    assert adapter is not None and adapter.kind == kind
+    assert adapter is not None
+    assert adapter.kind == kind
     assert adapter.display_name == display == display_name_for(kind)
     assert adapter.default_title == display
     assert adapter.resume_template() == resume
@@ -282,18 +416,27 @@ FIXTURE_EXPECTED: dict[tuple[str, str], dict[str, tuple[Any, str | None]]] = {
         "SessionStart": (C(I, None, "session started"), CLAUDE_SID),
         "UserPromptSubmit": (C(W, NONE), CLAUDE_SID),
         "MessageDisplay": (UNREC, CLAUDE_SID),
-        "Stop": (C(D, UNREAD, "Hello from the mock model! (no real LLM here)", "turn_done"), CLAUDE_SID),
+        "Stop": (
+            C(D, UNREAD, "Hello from the mock model! (no real LLM here)", "turn_done"),
+            CLAUDE_SID,
+        ),
         "PreToolUse": (TOOL, CLAUDE_SID),
         "PermissionRequest": (C(B, PERM, "permission requested", "permission"), CLAUDE_SID),
         "PostToolUse": (TOOL, CLAUDE_SID),
         "PostToolBatch": (UNREC, CLAUDE_SID),
-        "Notification": (C(B, INPUT, "Claude is waiting for your input", "idle_prompt"), CLAUDE_SID),
+        "Notification": (
+            C(B, INPUT, "Claude is waiting for your input", "idle_prompt"),
+            CLAUDE_SID,
+        ),
         "SessionEnd": (C(D, UNREAD, "session ended", "session_end"), CLAUDE_SID),
     },
     ("codex", "codex"): {
         "SessionStart": (C(I, None, "session started"), CODEX_SID),
         "UserPromptSubmit": (C(W, NONE), CODEX_SID),
-        "Stop": (C(D, UNREAD, "Hello from the mock model! (no real LLM here)", "turn_done"), CODEX_SID),
+        "Stop": (
+            C(D, UNREAD, "Hello from the mock model! (no real LLM here)", "turn_done"),
+            CODEX_SID,
+        ),
         "notify": (UNREC, None),  # the hidden title thread
         "PreToolUse": (TOOL, CODEX_SID),
         "PermissionRequest": (C(B, PERM, "approval requested", "permission"), CODEX_SID),
@@ -323,20 +466,40 @@ FIXTURE_EXPECTED: dict[tuple[str, str], dict[str, tuple[Any, str | None]]] = {
     ("pi", "pi"): {
         key: (UNREC, None)
         for key in (
-            "session_start", "input", "before_agent_start", "agent_start", "turn_start",
-            "message_start", "message_end", "turn_end", "agent_end", "tool_execution_start",
-            "tool_call", "permission.decision", "tool_result", "tool_execution_end",
+            "session_start",
+            "input",
+            "before_agent_start",
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "agent_end",
+            "tool_execution_start",
+            "tool_call",
+            "permission.decision",
+            "tool_result",
+            "tool_execution_end",
             "session_shutdown",
         )
-    },  # fmt: skip
+    },
     # Gemini has no builtin kind: its hooks reach the generic adapter until a manifest maps them.
     ("generic", "gemini"): {
         key: (UNREC, GEMINI_SID)
         for key in (
-            "SessionStart", "BeforeAgent", "PreCompress", "BeforeModel", "BeforeToolSelection",
-            "AfterModel", "AfterAgent", "BeforeTool", "Notification", "AfterTool", "SessionEnd",
+            "SessionStart",
+            "BeforeAgent",
+            "PreCompress",
+            "BeforeModel",
+            "BeforeToolSelection",
+            "AfterModel",
+            "AfterAgent",
+            "BeforeTool",
+            "Notification",
+            "AfterTool",
+            "SessionEnd",
         )
-    },  # fmt: skip
+    },
 }
 
 
@@ -359,7 +522,9 @@ def test_real_payloads(agent, source, key):
     expected, sid = FIXTURE_EXPECTED[(agent, source)][key]
     got = adapter.classify(event, payload)
     if expected == TOOL:
-        assert got.tool_hook and got.lifecycle is None and got.attention is None
+        assert got.tool_hook
+        assert got.lifecycle is None
+        assert got.attention is None
     elif expected == UNREC:
         assert not got.recognized
     else:
@@ -434,7 +599,9 @@ def test_text_first_non_blank_string():
 # ---------------------------------------------------------------- research facts as tests
 
 
-def fold(adapter: Adapter, hooks: list[tuple[str, Any]], start=(Lifecycle.UNKNOWN, NONE), known=None):
+def fold(
+    adapter: Adapter, hooks: list[tuple[str, Any]], start=(Lifecycle.UNKNOWN, NONE), known=None
+):
     """A minimal model of states.md §3.1 steps 7, 9, 11, 12 for adapter facts.
 
     Returns (lifecycle, attention, session id, number of hooks that changed the lifecycle).
@@ -472,7 +639,11 @@ def test_claude_esc_interrupt_fires_no_hook():
 def test_claude_no_answer_fires_no_hook():
     """Fact: answering "No" in the dialog fires nothing (no Stop, no PermissionDenied)."""
     claude = ADAPTERS["claude"]
-    hooks = [("UserPromptSubmit", {}), ("PreToolUse", {}), ("PermissionRequest", {"tool_name": "Bash"})]
+    hooks = [
+        ("UserPromptSubmit", {}),
+        ("PreToolUse", {}),
+        ("PermissionRequest", {"tool_name": "Bash"}),
+    ]
     assert fold(claude, hooks)[:2] == (B, PERM)
     # the next prompt is what moves the pane on
     assert fold(claude, [*hooks, ("UserPromptSubmit", {"prompt": "instead"})])[:2] == (W, NONE)
@@ -482,8 +653,15 @@ def test_claude_late_permission_notification_restates():
     """Fact: Notification permission_prompt arrives ~6 s after PermissionRequest."""
     claude = ADAPTERS["claude"]
     request = claude.classify("PermissionRequest", {"tool_name": "Bash"})
-    late = claude.classify("Notification", {"notification_type": "permission_prompt", "message": "Claude needs your permission"})
-    assert (late.lifecycle, late.attention, late.cause) == (request.lifecycle, request.attention, request.cause)
+    late = claude.classify(
+        "Notification",
+        {"notification_type": "permission_prompt", "message": "Claude needs your permission"},
+    )
+    assert (late.lifecycle, late.attention, late.cause) == (
+        request.lifecycle,
+        request.attention,
+        request.cause,
+    )
     hooks = [("PermissionRequest", {"tool_name": "Bash"})]
     later = [*hooks, ("Notification", {"notification_type": "permission_prompt"})]
     assert fold(claude, hooks, start=(W, NONE))[3] == fold(claude, later, start=(W, NONE))[3] == 1
@@ -524,7 +702,12 @@ def test_codex_title_thread_notify_does_not_clobber_pane():
 def test_codex_notify_thread_rule():
     """The pane's own thread's notify counts; another thread's notify is auxiliary."""
     codex = ADAPTERS["codex"]
-    own = {"type": "agent-turn-complete", "thread-id": "T1", "input-messages": ["hello"], "last-assistant-message": "hi"}
+    own = {
+        "type": "agent-turn-complete",
+        "thread-id": "T1",
+        "input-messages": ["hello"],
+        "last-assistant-message": "hi",
+    }
     other = {**own, "thread-id": "T2"}
     assert not codex.is_auxiliary("agent-turn-complete", own, "T1")
     assert codex.is_auxiliary("agent-turn-complete", other, "T1")
@@ -540,7 +723,12 @@ def test_codex_hello_turn_with_two_notifies():
     codex = ADAPTERS["codex"]
     samples = fixture("codex")
     title = samples["notify"]["argv[1] (JSON)"]
-    real = {**title, "thread-id": CODEX_SID, "input-messages": ["hello"], "last-assistant-message": "Hello"}
+    real = {
+        **title,
+        "thread-id": CODEX_SID,
+        "input-messages": ["hello"],
+        "last-assistant-message": "Hello",
+    }
     hooks = [
         ("SessionStart", samples["SessionStart"]),
         ("UserPromptSubmit", samples["UserPromptSubmit"]),
@@ -568,7 +756,12 @@ def test_codex_esc_in_dialog_fires_notify_then_interrupt():
     """
     codex = ADAPTERS["codex"]
     samples = fixture("codex")
-    notify = {"type": "agent-turn-complete", "thread-id": CODEX_SID, "input-messages": ["perm"], "last-assistant-message": None}
+    notify = {
+        "type": "agent-turn-complete",
+        "thread-id": CODEX_SID,
+        "input-messages": ["perm"],
+        "last-assistant-message": None,
+    }
     hooks = [
         ("UserPromptSubmit", samples["UserPromptSubmit"]),
         ("PreToolUse", samples["PreToolUse"]),
@@ -584,7 +777,9 @@ def test_codex_has_no_notification_hook():
     """Fact: Codex has no Notification-type hook; permission waiting is PermissionRequest only."""
     codex = ADAPTERS["codex"]
     assert not codex.classify("Notification", {"notification_type": "permission_prompt"}).recognized
-    assert codex.classify("PermissionRequest", fixture("codex")["PermissionRequest"]).attention == PERM
+    assert (
+        codex.classify("PermissionRequest", fixture("codex")["PermissionRequest"]).attention == PERM
+    )
 
 
 def test_codex_permission_request_body_from_real_payload():
@@ -611,7 +806,10 @@ def test_gemini_tool_permission_needs_a_manifest():
 def test_opencode_interruption_is_reported_as_idle():
     """Fact/plugin contract: interruption arrives as idle → done/unread like a finished turn."""
     opencode = ADAPTERS["opencode"]
-    hooks = [("session.status", {"status": {"type": "busy"}}), ("session.status", {"status": {"type": "idle"}})]
+    hooks = [
+        ("session.status", {"status": {"type": "busy"}}),
+        ("session.status", {"status": {"type": "idle"}}),
+    ]
     assert fold(opencode, hooks)[:2] == (D, UNREAD)
 
 
@@ -626,7 +824,11 @@ def test_opencode_permission_ask_hook_never_fires():
 def test_pi_and_opencode_have_no_exit_hook():
     """Fact: Pi and OpenCode fire nothing at process exit; exit semantics come from the PTY.
     Pi's session_shutdown (an extension event) classifies nothing either."""
-    assert not ADAPTERS["pi"].classify("session_shutdown", fixture("pi")["session_shutdown"]).recognized
+    assert (
+        not ADAPTERS["pi"]
+        .classify("session_shutdown", fixture("pi")["session_shutdown"])
+        .recognized
+    )
     for event in ("SessionEnd", "sessionEnd", "session.deleted"):
         assert not ADAPTERS["opencode"].classify(event, {}).recognized
 
@@ -641,5 +843,8 @@ def test_tool_hooks_never_carry_state():
     for adapter in ADAPTERS.values():
         for event in adapter.tool_events:
             c = adapter.classify(event, {"session_id": "S"})
-            assert c.tool_hook and c.lifecycle is None and c.attention is None and c.message is None
+            assert c.tool_hook
+            assert c.lifecycle is None
+            assert c.attention is None
+            assert c.message is None
             assert adapter.notification_draft(event, {"tool_name": "Bash"}) is None

@@ -38,7 +38,9 @@ class ClaudeAdapter(Adapter):
     default_title = "Claude Code"
     builtin_names = ("claude",)
     session_keys = ("session_id",)
-    tool_events = frozenset({"PreToolUse", "PostToolUse", "PreCompact", "PostCompact", "SubagentStop"})
+    tool_events = frozenset(
+        {"PreToolUse", "PostToolUse", "PreCompact", "PostCompact", "SubagentStop"}
+    )
     resume = ("claude", "--resume", "{id}")
 
     def _classify(self, event: str, p: dict[str, object]) -> Classification:

@@ -1,0 +1,267 @@
+"""``signaltty hook-event`` and ``signaltty report-session``: the reporter fast path.
+
+Runs inside agents on every hook, so it imports only the standard library and the
+stdlib-only client, keeps stdout empty unless asked (Codex ``Stop`` hooks fail on non-JSON
+stdout), writes one line of feedback on stderr, and never exits 2 (Claude Code reads exit 2
+as "block"). Spec: integrations.md §2, protocol.md §6.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from signaltty.proto.client import Client, ConnectError, default_socket
+from signaltty.proto.envelope import SignalttyError
+
+MAX_PAYLOAD = 256 * 1024
+CONNECT_TIMEOUT_S = 1.0
+RESPONSE_TIMEOUT_S = 5.0
+WAIT_RESPONSE_TIMEOUT_S = 130.0
+
+
+class _Usage(Exception):
+    pass
+
+
+def _err(msg: str) -> None:
+    sys.stderr.write(f"signaltty: {msg}\n")
+
+
+def _parse(argv: list[str], spec: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """Tiny option parser (argparse exits 2 on usage errors, which hooks must never do).
+
+    ``spec`` maps an option to ``"value"`` or ``"flag"``; ``--opt=value`` is accepted.
+    """
+    opts: dict[str, Any] = {}
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i + 1 :]
+            break
+        if arg.startswith("--"):
+            name, eq, inline = arg.partition("=")
+            kind = spec.get(name)
+            if kind is None:
+                raise _Usage(f"unknown option {name}")
+            if kind == "flag":
+                if eq:
+                    raise _Usage(f"{name} takes no value")
+                opts[name] = True
+            elif eq:
+                opts[name] = inline
+            else:
+                if i + 1 >= len(argv):
+                    raise _Usage(f"{name} needs a value")
+                i += 1
+                opts[name] = argv[i]
+        else:
+            rest.append(arg)
+        i += 1
+    return opts, rest
+
+
+HOOK_SPEC = {
+    "--agent": "value",
+    "--event": "value",
+    "--pane": "value",
+    "--payload-stdin": "flag",
+    "--wait-for-answer": "flag",
+    "--wait-timeout": "value",
+    "--message": "value",
+    "--body": "value",
+    "--title": "value",
+    "--severity": "value",
+    "--decision": "value",
+    "--json": "flag",
+    "--socket": "value",
+}
+
+
+def hook_event(argv: list[str]) -> int:
+    """``signaltty hook-event …`` → exit code (0 or 1, never 2)."""
+    try:
+        opts, rest = _parse(argv, HOOK_SPEC)
+        if "--agent" not in opts:
+            raise _Usage("--agent is required")
+        payload: Any = None
+        if opts.get("--payload-stdin"):
+            data = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
+            if len(data) > MAX_PAYLOAD:
+                _err("payload too large")
+                return 1
+            if data.strip():
+                try:
+                    payload = json.loads(data)
+                except ValueError:
+                    _err("invalid payload JSON")
+                    return 1
+        elif rest:
+            try:
+                payload = json.loads(rest[-1])
+            except ValueError:
+                _err("invalid payload JSON")
+                return 1
+        event = opts.get("--event")
+        if event is None and isinstance(payload, dict) and isinstance(payload.get("type"), str):
+            event = payload["type"]
+        if event is None and isinstance(payload, dict) and isinstance(payload.get("hook_event_name"), str):
+            event = payload["hook_event_name"]
+        if not event:
+            raise _Usage("--event is required (or a payload with a type)")
+        params: dict[str, Any] = {
+            "agent": opts["--agent"],
+            "event": event,
+            "client_pid": os.getpid(),
+            "payload": payload,
+        }
+        for opt, key in (("--message", "message"), ("--body", "body"), ("--title", "title"), ("--severity", "severity")):
+            if opt in opts:
+                params[key] = opts[opt]
+        if "--decision" in opts:
+            try:
+                params["decision"] = json.loads(opts["--decision"])
+            except ValueError:
+                _err("invalid decision JSON")
+                return 1
+        waiting = bool(opts.get("--wait-for-answer"))
+        if waiting:
+            params["wait_for_answer"] = True
+            if "--wait-timeout" in opts:
+                try:
+                    params["wait_timeout_s"] = float(opts["--wait-timeout"])
+                except ValueError:
+                    raise _Usage("--wait-timeout needs a number of seconds") from None
+    except _Usage as exc:
+        _err(str(exc))
+        return 1
+    pane = opts.get("--pane") or os.environ.get("SIGNALTTY_PANE") or None
+    if pane:
+        params["pane_id"] = pane
+    return _send(
+        "hook-event",
+        params,
+        socket_flag=opts.get("--socket"),
+        has_pane_context=pane is not None,
+        as_json=bool(opts.get("--json")),
+        waiting=waiting,
+    )
+
+
+SESSION_SPEC = {
+    "--pane": "value",
+    "--session": "value",
+    "--agent": "value",
+    "--resume-argv": "value",
+    "--json": "flag",
+    "--socket": "value",
+}
+
+
+def report_session(argv: list[str]) -> int:
+    """``signaltty report-session …`` → exit code (0 or 1, never 2)."""
+    try:
+        opts, rest = _parse(argv, SESSION_SPEC)
+        if rest:
+            raise _Usage(f"unexpected argument {rest[0]}")
+        if "--session" not in opts:
+            raise _Usage("--session is required")
+        pane = opts.get("--pane") or os.environ.get("SIGNALTTY_PANE")
+        if not pane:
+            raise _Usage("--pane is required (or $SIGNALTTY_PANE)")
+        params: dict[str, Any] = {"pane_id": pane, "agent_session_id": opts["--session"]}
+        if "--agent" in opts:
+            params["agent"] = opts["--agent"]
+        if "--resume-argv" in opts:
+            try:
+                params["resume_argv"] = json.loads(opts["--resume-argv"])
+            except ValueError:
+                raise _Usage("--resume-argv is not JSON") from None
+    except _Usage as exc:
+        _err(str(exc))
+        return 1
+    return _send(
+        "report-session",
+        params,
+        socket_flag=opts.get("--socket"),
+        has_pane_context=True,
+        as_json=bool(opts.get("--json")),
+        waiting=False,
+    )
+
+
+def _send(
+    method: str,
+    params: dict[str, Any],
+    *,
+    socket_flag: str | None,
+    has_pane_context: bool,
+    as_json: bool,
+    waiting: bool,
+) -> int:
+    path = default_socket(socket_flag)
+    try:
+        client = Client(path, timeout=CONNECT_TIMEOUT_S)
+    except ConnectError:
+        if not has_pane_context:
+            return 0  # a hook outside signaltty (no daemon, no pane): nothing to report
+        _err(f"server not reachable at {path}")
+        return 1
+    try:
+        client.send(method, params)
+        msg = client.read_message(timeout=WAIT_RESPONSE_TIMEOUT_S if waiting else RESPONSE_TIMEOUT_S)
+    except (TimeoutError, OSError, ValueError):
+        msg = None
+    finally:
+        client.close()
+    if msg is None:
+        if not waiting:
+            _err("no answer from the server")
+        return 0 if waiting else 1
+    if not msg.get("ok"):
+        error = msg.get("error") or {}
+        _err(f"server error {error.get('code')}: {error.get('message')}")
+        return 1
+    result = msg.get("result") or {}
+    if as_json:
+        sys.stdout.write(json.dumps(result, separators=(",", ":")) + "\n")
+    elif waiting:
+        verdict = result.get("native_verdict")
+        if verdict is not None:
+            sys.stdout.write(json.dumps(verdict, separators=(",", ":")) + "\n")
+    sys.stderr.write(_feedback(method, params, result) + "\n")
+    return 0
+
+
+def _feedback(method: str, params: dict[str, Any], result: dict[str, Any]) -> str:
+    if method == "report-session":
+        pane = result.get("pane") or {}
+        return f"session {params['agent_session_id']} recorded for {pane.get('id', params['pane_id'])}"
+    name = f"{params['agent']}:{params['event']}"
+    if result.get("dropped"):
+        return f"dropped {name} ({result.get('reason')})"
+    if result.get("pane_id") is None:
+        return f"no pane for {name}"
+    return f"accepted {name} lifecycle={result.get('lifecycle')} attention={result.get('attention')}"
+
+
+def main(command: str, argv: list[str]) -> int:
+    """Dispatch a fast-path command; any unexpected failure exits 1, never 2."""
+    try:
+        if command == "hook-event":
+            return hook_event(argv)
+        return report_session(argv)
+    except SignalttyError as exc:
+        _err(f"server error {exc.code}: {exc.message}")
+        return 1
+    except KeyboardInterrupt:
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a hook must never break its agent
+        _err(f"internal error: {exc!r}")
+        return 1
+
+
