@@ -50,6 +50,8 @@ class DaemonProc:
             SIGNALTTY_SHELL_PATH="0",
             SIGNALTTY_INTEGRATION_HOME=str(self.home),
             PYTHONPATH=str(REPO),
+            # the installed console script (`signaltty hook-event` inside panes)
+            PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)]),
         )
         self.env.update(extra_env or {})
         self.proc: subprocess.Popen[bytes] | None = None

@@ -45,10 +45,9 @@ METHODS: Final[tuple[str, ...]] = (
     "pane.submit",
 )
 
-# Calls that hold the connection until they finish (protocol.md §3 "single-flight calls").
-SINGLE_FLIGHT: Final[frozenset[str]] = frozenset(
-    {"wait", "pane.wait_for_output", "pane.submit", "hook-event"}
-)
+# Calls that hold the connection until they finish (protocol.md §3 "single-flight calls");
+# ``hook-event`` only with ``wait_for_answer: true`` (see ``is_single_flight``).
+SINGLE_FLIGHT: Final[frozenset[str]] = frozenset({"wait", "pane.wait_for_output", "pane.submit"})
 
 # protocol.md §10: reserved for tier 3, answered with UNKNOWN_METHOD.
 RESERVED_PREFIXES: Final[tuple[str, ...]] = ("worktree.", "tab.", "task.", "plugin.")
@@ -132,6 +131,11 @@ CAPABILITIES: Final = {
     "osc_progress": True,
     "program_status": True,
 }
+
+
+def is_single_flight(method: str, params: dict[str, object]) -> bool:
+    """True for calls under the single-flight rule of protocol.md §3."""
+    return method in SINGLE_FLIGHT or (method == "hook-event" and params.get("wait_for_answer") is True)
 
 
 def is_reserved(method: str) -> bool:

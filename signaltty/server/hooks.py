@@ -95,6 +95,13 @@ class HookService:
 
     # ---------------------------------------------------------------- hook-event
 
+    def _children(self) -> dict[int, str]:
+        return {
+            rt.proc.pid: pane_id
+            for pane_id, rt in self.d.runtimes.items()
+            if rt.proc is not None and rt.live
+        }
+
     def _pane_for(self, p: P.HookEvent) -> tuple[Pane | None, ancestry.Chain | None]:
         if p.pane_id:
             pane = self.store.panes.get(p.pane_id)
@@ -103,15 +110,21 @@ class HookService:
             return pane, None
         if p.client_pid is None:
             return None, None
-        children = {
-            rt.proc.pid: pane_id
-            for pane_id, rt in self.d.runtimes.items()
-            if rt.proc is not None and rt.live
-        }
-        chain = ancestry.find_pane(p.client_pid, children)
+        chain = ancestry.find_pane(p.client_pid, self._children())
         if chain.pane_id is None:
             return None, chain
         return self.store.panes.get(chain.pane_id), chain
+
+    def _identity_chain(
+        self, p: P.HookEvent, pane: Pane, chain: ancestry.Chain | None, session_id: str | None
+    ) -> ancestry.Chain | None:
+        """The reporter's ancestry, walked only when a session id appears or changes."""
+        if chain is not None or p.client_pid is None or session_id is None:
+            return chain
+        if session_id == pane.agent.agent_session_id and pane.id in self.agent_pids:
+            return None
+        found = ancestry.find_pane(p.client_pid, self._children())
+        return found if found.pane_id == pane.id else None
 
     async def hook_event(self, p: P.HookEvent) -> dict[str, Any]:
         """Steps 1–15 of states.md §3.1, plus native waiting (integrations.md §4.1).
@@ -159,6 +172,7 @@ class HookService:
             raise SignalttyError("PANE_EXITED", f"pane has exited: {pane.id}")
         foreign = _foreign_harness(payload, adapter.kind)
         session_id = adapter.session_id(payload)
+        chain = self._identity_chain(p, pane, chain, session_id)
         # Nested agent sessions (e.g. `claude -p` run by a tool inside the pane's agent).
         if chain is not None and session_id is not None and self._is_nested(pane, chain, adapter, session_id):
             return {

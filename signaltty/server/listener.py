@@ -21,7 +21,7 @@ import structlog
 
 from signaltty.core.limits import CONN_QUEUE_BYTES, CONN_QUEUE_EVENTS, MAX_CONNECTIONS
 from signaltty.proto import envelope
-from signaltty.proto.constants import SINGLE_FLIGHT, is_reserved
+from signaltty.proto.constants import is_reserved, is_single_flight
 from signaltty.proto.envelope import SignalttyError
 from signaltty.proto.framing import TOO_LONG, LineBuffer
 from signaltty.server.bus import glob_match
@@ -204,7 +204,7 @@ class Connection:
         if is_reserved(method):
             self.send(envelope.fail(req_id, SignalttyError("UNKNOWN_METHOD", f"unknown method: {method}")))
             return True
-        if method in SINGLE_FLIGHT:
+        if is_single_flight(method, params):
             return await self._single_flight(req_id, method, params, pending)
         await self._respond(req_id, self._dispatch(method, params))
         return not self.close_after_response
