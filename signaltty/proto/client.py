@@ -7,16 +7,18 @@ Spec: protocol.md §1–§3.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import os
 import socket
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from signaltty.proto import envelope
 from signaltty.proto.envelope import SignalttyError
+
+if TYPE_CHECKING:  # asyncio costs ~50 ms to import: the hook fast path must not pay it
+    import asyncio
 
 _ids = itertools.count(1)
 
@@ -142,6 +144,8 @@ class AsyncClient:
     @classmethod
     async def connect(cls, path: str) -> AsyncClient:
         """Open a connection to ``path``."""
+        import asyncio
+
         reader, writer = await asyncio.open_unix_connection(path, limit=1 << 25)
         return cls(reader, writer)
 
