@@ -175,26 +175,10 @@ class HookService:
         chain = self._identity_chain(p, pane, chain, session_id)
         # Nested agent sessions (e.g. `claude -p` run by a tool inside the pane's agent).
         if chain is not None and session_id is not None and self._is_nested(pane, chain, adapter, session_id):
-            return {
-                **base,
-                "accepted": False,
-                "dropped": True,
-                "reason": "nested_session",
-                "pane_id": pane.id,
-                "lifecycle": pane.lifecycle.value,
-                "attention": pane.attention.value,
-            }
+            return _dropped(base, pane, "nested_session")
         if adapter.is_auxiliary(p.event, payload, pane.agent.agent_session_id):
             # e.g. the notify of Codex's hidden title-generation thread
-            return {
-                **base,
-                "accepted": False,
-                "dropped": True,
-                "reason": "unrecognized_hook",
-                "pane_id": pane.id,
-                "lifecycle": pane.lifecycle.value,
-                "attention": pane.attention.value,
-            }
+            return _dropped(base, pane, "unrecognized_hook")
         resume_argv = resume.resolve(pane, adapter, session_id) if session_id else None
         reported = (
             pane.agent.resume_source == "reported"
@@ -240,15 +224,7 @@ class HookService:
         if not outcome.accepted:
             if route is not None:
                 self.routes.pop(route.decision_id, None)
-            return {
-                **base,
-                "accepted": False,
-                "dropped": True,
-                "reason": outcome.reason,
-                "pane_id": pane.id,
-                "lifecycle": pane.lifecycle.value,
-                "attention": pane.attention.value,
-            }
+            return _dropped(base, pane, outcome.reason)
         if chain is not None and session_id is not None:
             agent_pid = ancestry.agent_process(chain, adapter.builtin_names)
             if agent_pid is not None:
@@ -481,6 +457,19 @@ class HookService:
             out.append(item)
         out.sort(key=lambda x: x.pop("_order"))
         return {"permissions": out}
+
+
+def _dropped(base: dict[str, Any], pane: Pane, reason: str | None) -> dict[str, Any]:
+    """Result of a hook that was received but changed nothing (protocol.md §6)."""
+    return {
+        **base,
+        "accepted": False,
+        "dropped": True,
+        "reason": reason,
+        "pane_id": pane.id,
+        "lifecycle": pane.lifecycle.value,
+        "attention": pane.attention.value,
+    }
 
 
 def _cancel_reason(reason: str) -> str:
