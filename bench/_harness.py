@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Self
 
 import psutil
 
@@ -66,14 +66,21 @@ def fmt(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
-def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]], out: Any = None) -> None:
+def print_table(
+    title: str, header: Sequence[str], rows: Sequence[Sequence[Any]], out: Any = None
+) -> None:
     """A plain fixed-width table."""
     out = out or sys.stdout
-    cells = [[str(h) for h in header]] + [[fmt(c) if not isinstance(c, str) else c for c in r] for r in rows]
+    cells = [[str(h) for h in header]] + [
+        [fmt(c) if not isinstance(c, str) else c for c in r] for r in rows
+    ]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     print(title, file=out)
     for n, row in enumerate(cells):
-        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))), file=out)
+        print(
+            "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))),
+            file=out,
+        )
         if n == 0:
             print("  ".join("-" * w for w in widths), file=out)
     print(file=out)
@@ -90,10 +97,18 @@ def code_version() -> str:
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         head = subprocess.run(
-            ["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+            ["git", "-C", repo, "rev-parse", "--short", "HEAD"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", repo, "status", "--porcelain", "--", "signaltty"], capture_output=True, text=True, timeout=10
+            ["git", "-C", repo, "status", "--porcelain", "--", "signaltty"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -149,7 +164,7 @@ class BenchDaemon:
 
     # -------------------------------------------------------------- start
 
-    def __enter__(self) -> BenchDaemon:
+    def __enter__(self) -> Self:
         self.tmp = tempfile.mkdtemp(prefix=self.prefix, dir="/tmp")
         try:
             self._start()
@@ -171,7 +186,11 @@ class BenchDaemon:
         dirs = {name: self.path(name) for name in ("xdg-state", "xdg-config", "run", "home")}
         for d in dirs.values():
             os.makedirs(d, mode=0o700, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if k not in _DROP_ENV and not k.startswith("SIGNALTTY_")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in _DROP_ENV and not k.startswith("SIGNALTTY_")
+        }
         env.update(
             SIGNALTTY_SOCKET=self.sock,
             XDG_STATE_HOME=dirs["xdg-state"],
@@ -198,14 +217,18 @@ class BenchDaemon:
         deadline = time.monotonic() + self.start_timeout
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"daemon exited with {self.proc.returncode} at start:\n{self.output_tail()}")
+                raise RuntimeError(
+                    f"daemon exited with {self.proc.returncode} at start:\n{self.output_tail()}"
+                )
             try:
                 with Client(self.sock, timeout=2.0) as c:
                     c.call("server.status")
                 return
             except (ConnectError, ConnectionError, OSError):
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"daemon did not answer within {self.start_timeout}s:\n{self.output_tail()}") from None
+                    raise RuntimeError(
+                        f"daemon did not answer within {self.start_timeout}s:\n{self.output_tail()}"
+                    ) from None
                 time.sleep(0.05)
 
     def client(self, timeout: float | None = 5.0) -> Client:
@@ -255,9 +278,8 @@ class BenchDaemon:
             if self.proc is not None:
                 self.note_children()
                 if self.proc.poll() is None:
-                    with contextlib.suppress(Exception):
-                        with Client(self.sock, timeout=2.0) as c:
-                            c.call("server.shutdown", {"force": True})
+                    with contextlib.suppress(Exception), Client(self.sock, timeout=2.0) as c:
+                        c.call("server.shutdown", {"force": True})
                     try:
                         self.proc.wait(20)
                     except subprocess.TimeoutExpired:
@@ -276,7 +298,9 @@ class BenchDaemon:
                             self.leftovers.append(f"{pid} {' '.join(child.cmdline())}")
                             child.kill()
                 if self.leftovers:
-                    log(f"killed {len(self.leftovers)} processes left behind by the daemon: {self.leftovers[:5]}")
+                    log(
+                        f"killed {len(self.leftovers)} processes left behind by the daemon: {self.leftovers[:5]}"
+                    )
         finally:
             if getattr(self, "_out", None) is not None:
                 self._out.close()

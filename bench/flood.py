@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import itertools
 import os
 import random
 import shutil
@@ -37,9 +38,9 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _harness as h  # noqa: E402
+import _harness as h
 
-from signaltty.proto.client import Client  # noqa: E402
+from signaltty.proto.client import Client
 
 COLS, ROWS = 120, 40
 READ_BYTES = 64 * 1024
@@ -49,13 +50,15 @@ KINDS = {
     "c": "TUI redraw 120x40",
 }
 ESC = "\x1b"
-_WORDS = (
-    "the quick brown fox jumps over lazy dog lorem ipsum dolor sit amet consectetur adipiscing "
-    "elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua build test deploy "
-    "error warning info debug request response handler session token cache index query update "
-    "commit branch merge rebase diff patch file path module import return yield async await "
-    "function class method value result status pending running finished failed retry"
-).split()
+_WORDS_TEXT = (
+    "the quick brown fox jumps over lazy dog lorem ipsum dolor sit amet consectetur "
+    "adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua build "
+    "test deploy error warning info debug request response handler session token cache index "
+    "query update commit branch merge rebase diff patch file path module import return yield "
+    "async await function class method value result status pending running finished failed "
+    "retry"
+)
+_WORDS = _WORDS_TEXT.split()
 
 
 # ------------------------------------------------------------------ input generation
@@ -114,7 +117,7 @@ def _tui_rows(rng: random.Random, n: int) -> list[str]:
         segs = rng.randint(3, 8)
         cuts = sorted(rng.sample(range(1, cells), segs - 1))
         bounds = [0, *cuts, cells]
-        for a, b in zip(bounds, bounds[1:]):
+        for a, b in itertools.pairwise(bounds):
             text = " ".join(rng.choice(_WORDS) for _ in range(b - a))[: b - a].ljust(b - a)
             parts.append(_sgr(rng) + text)
         parts.append(f"{ESC}[0m{ESC}[38;5;244m│{ESC}[0m")
@@ -183,7 +186,12 @@ def raw_pty_read(path: str) -> dict[str, Any]:
     master, slave = os.openpty()
     _set_winsize(master)
     proc = subprocess.Popen(
-        ["cat", path], stdin=slave, stdout=slave, stderr=slave, start_new_session=True, close_fds=True
+        ["cat", path],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        close_fds=True,
     )
     os.close(slave)
     total = 0
@@ -216,7 +224,19 @@ def tmux_run(path: str, tmp: str) -> dict[str, Any] | None:
         t0 = time.perf_counter()
         # new-session and wait-for in one client invocation: no race with a fast cat.
         subprocess.run(
-            [*base, "new-session", "-d", "-x", str(COLS), "-y", str(ROWS), inner, ";", "wait-for", "done"],
+            [
+                *base,
+                "new-session",
+                "-d",
+                "-x",
+                str(COLS),
+                "-y",
+                str(ROWS),
+                inner,
+                ";",
+                "wait-for",
+                "done",
+            ],
             env=env,
             check=True,
             timeout=3600,
@@ -224,7 +244,13 @@ def tmux_run(path: str, tmp: str) -> dict[str, Any] | None:
         )
         wall = time.perf_counter() - t0
     finally:
-        subprocess.run([*base, "kill-server"], env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*base, "kill-server"],
+            check=False,
+            env=env,
+            stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
         with contextlib.suppress(FileNotFoundError):
             os.unlink(sock)
     return {"wall_s": wall}
@@ -236,7 +262,9 @@ def tmux_run(path: str, tmp: str) -> dict[str, Any] | None:
 class StatusProbe(threading.Thread):
     """A separate client calling ``server.status`` every ~``interval`` s; latencies in ms."""
 
-    def __init__(self, d: h.BenchDaemon, interval: float = 0.02, call_timeout: float = 60.0) -> None:
+    def __init__(
+        self, d: h.BenchDaemon, interval: float = 0.02, call_timeout: float = 60.0
+    ) -> None:
         super().__init__(name="status-probe", daemon=True)
         self.d = d
         self.interval = interval
@@ -289,7 +317,10 @@ class StatusProbe(threading.Thread):
             "max_ms": max(lat) if lat else None,
             "max_at_s": worst[0] if worst else None,
             "over_100ms": sum(1 for x in lat if x > 100),
-            "worst": [[round(t, 3), round(ms, 1)] for t, ms in sorted(self.samples, key=lambda s: -s[1])[:5]],
+            "worst": [
+                [round(t, 3), round(ms, 1)]
+                for t, ms in sorted(self.samples, key=lambda s: -s[1])[:5]
+            ],
             "errors": self.errors[:5],
         }
 
@@ -321,7 +352,12 @@ def stop_profiler(proc: subprocess.Popen[bytes] | None) -> None:
 
 
 def signaltty_run(
-    d: h.BenchDaemon, ws_id: str, path: str, marker: str, timeout_s: float, profile: str | None = None
+    d: h.BenchDaemon,
+    ws_id: str,
+    path: str,
+    marker: str,
+    timeout_s: float,
+    profile: str | None = None,
 ) -> dict[str, Any]:
     """One flood into one pane of the running daemon ``d``; ``profile``: py-spy output file."""
     # Idle status latency first, for comparison.
@@ -338,7 +374,9 @@ def signaltty_run(
         probe.start()
         t0 = time.perf_counter()
         probe.t0 = t0
-        pane = c.call("pane.spawn", {"workspace_id": ws_id, "argv": ["cat", path], "cols": COLS, "rows": ROWS})
+        pane = c.call(
+            "pane.spawn", {"workspace_id": ws_id, "argv": ["cat", path], "cols": COLS, "rows": ROWS}
+        )
         pane_id = pane["pane"]["id"]
         try:
             res = c.call("wait", {"pane_id": pane_id, "until": "exited", "timeout_s": timeout_s})
@@ -370,17 +408,46 @@ def signaltty_run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size-mb", type=float, default=None, help="input size per kind in MB (default 200; 20 with --quick)")
-    ap.add_argument("--kinds", default="a,b,c", help="comma list of a (plain), b (SGR), c (TUI); default a,b,c")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--size-mb",
+        type=float,
+        default=None,
+        help="input size per kind in MB (default 200; 20 with --quick)",
+    )
+    ap.add_argument(
+        "--kinds", default="a,b,c", help="comma list of a (plain), b (SGR), c (TUI); default a,b,c"
+    )
     ap.add_argument("--quick", action="store_true", help="20 MB inputs, one raw run: a quick check")
-    ap.add_argument("--raw-runs", type=int, default=None, help="raw PTY reader runs per kind, median taken (default 3, 1 with --quick)")
+    ap.add_argument(
+        "--raw-runs",
+        type=int,
+        default=None,
+        help="raw PTY reader runs per kind, median taken (default 3, 1 with --quick)",
+    )
     ap.add_argument("--no-tmux", action="store_true", help="skip the tmux comparison")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=900.0, help="max seconds for one signaltty flood (default 900)")
-    ap.add_argument("--json", action="store_true", help="print JSON on stdout (the table goes to stderr)")
-    ap.add_argument("--profile", metavar="DIR", help="py-spy record the daemon during each flood into DIR/flood-<kind>.txt (collapsed stacks; or .svg with --profile-svg)")
-    ap.add_argument("--profile-svg", action="store_true", help="write flame graph SVGs instead of collapsed stacks")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=900.0,
+        help="max seconds for one signaltty flood (default 900)",
+    )
+    ap.add_argument(
+        "--json", action="store_true", help="print JSON on stdout (the table goes to stderr)"
+    )
+    ap.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="py-spy record the daemon during each flood into DIR/flood-<kind>.txt (collapsed stacks; or .svg with --profile-svg)",
+    )
+    ap.add_argument(
+        "--profile-svg",
+        action="store_true",
+        help="write flame graph SVGs instead of collapsed stacks",
+    )
     args = ap.parse_args(argv)
     size_mb = args.size_mb if args.size_mb is not None else (20.0 if args.quick else 200.0)
     raw_runs = args.raw_runs if args.raw_runs is not None else (1 if args.quick else 3)
@@ -406,13 +473,20 @@ def main(argv: list[str] | None = None) -> int:
             path = d.path(f"in-{kind}.txt")
             t = time.perf_counter()
             nbytes = generate(kind, path, size, args.seed)
-            h.log(f"{kind} ({KINDS[kind]}): generated {nbytes / h.MB:.1f} MB in {time.perf_counter() - t:.1f} s")
+            h.log(
+                f"{kind} ({KINDS[kind]}): generated {nbytes / h.MB:.1f} MB in {time.perf_counter() - t:.1f} s"
+            )
             mb = nbytes / h.MB
             entry: dict[str, Any] = {"name": KINDS[kind], "file_mb": round(mb, 3)}
 
             raws = [raw_pty_read(path) for _ in range(raw_runs)]
             raw_wall = h.median([r["wall_s"] for r in raws])
-            entry["raw"] = {"wall_s": raw_wall, "runs_s": [r["wall_s"] for r in raws], "pty_bytes": raws[0]["pty_bytes"], "mb_s": mb / raw_wall}
+            entry["raw"] = {
+                "wall_s": raw_wall,
+                "runs_s": [r["wall_s"] for r in raws],
+                "pty_bytes": raws[0]["pty_bytes"],
+                "mb_s": mb / raw_wall,
+            }
             h.log(f"{kind}: raw PTY reader {mb / raw_wall:.1f} MB/s")
 
             if not args.no_tmux:
@@ -426,7 +500,10 @@ def main(argv: list[str] | None = None) -> int:
             prof = None
             if args.profile:
                 os.makedirs(args.profile, exist_ok=True)
-                prof = os.path.join(os.path.abspath(args.profile), f"flood-{kind}.{'svg' if args.profile_svg else 'txt'}")
+                prof = os.path.join(
+                    os.path.abspath(args.profile),
+                    f"flood-{kind}.{'svg' if args.profile_svg else 'txt'}",
+                )
             st = signaltty_run(d, ws_id, path, end_marker(kind, args.seed), args.timeout, prof)
             if prof:
                 st["profile"] = prof
@@ -483,14 +560,42 @@ def main(argv: list[str] | None = None) -> int:
         )
     h.print_table(
         f"flood: {size_mb:g} MB per kind, {report['machine']['cpus']} cpus, {report['machine']['date']}",
-        ["kind", "MB", "raw MB/s", "tmux MB/s", "stty MB/s", "/raw", "/tmux", "exit s", "screen s", "screen ok",
-         "st p50 ms", "st p99 ms", "st max ms", "cpu s", "peak RSS MB"],
+        [
+            "kind",
+            "MB",
+            "raw MB/s",
+            "tmux MB/s",
+            "stty MB/s",
+            "/raw",
+            "/tmux",
+            "exit s",
+            "screen s",
+            "screen ok",
+            "st p50 ms",
+            "st p99 ms",
+            "st max ms",
+            "cpu s",
+            "peak RSS MB",
+        ],
         rows,
         out,
     )
-    idle_rows = [[k, e["signaltty"]["idle_status"]["p50_ms"], e["signaltty"]["idle_status"]["p99_ms"], e["signaltty"]["status"]["calls"], e["signaltty"]["status"]["over_100ms"]] for k, e in report["kinds"].items()]
-    h.print_table("server.status without flood (1 s before each run) and calls > 100 ms during it",
-                  ["kind", "idle p50 ms", "idle p99 ms", "flood calls", "calls > 100 ms"], idle_rows, out)
+    idle_rows = [
+        [
+            k,
+            e["signaltty"]["idle_status"]["p50_ms"],
+            e["signaltty"]["idle_status"]["p99_ms"],
+            e["signaltty"]["status"]["calls"],
+            e["signaltty"]["status"]["over_100ms"],
+        ]
+        for k, e in report["kinds"].items()
+    ]
+    h.print_table(
+        "server.status without flood (1 s before each run) and calls > 100 ms during it",
+        ["kind", "idle p50 ms", "idle p99 ms", "flood calls", "calls > 100 ms"],
+        idle_rows,
+        out,
+    )
     if args.json:
         h.dump_json(report)
     return 1 if failed else 0

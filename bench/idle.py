@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _harness as h  # noqa: E402
+import _harness as h
 
 BASH = ["bash", "--norc", "--noprofile", "-i"]
 
@@ -55,7 +55,9 @@ def spawn_panes(d: h.BenchDaemon, n: int, ready_timeout: float) -> dict[str, Any
         ws_id = c.call("workspace.create", {"name": "idle", "cwd": d.tmp})["workspace"]["id"]
         t0 = time.perf_counter()
         pane_ids = [
-            c.call("pane.spawn", {"workspace_id": ws_id, "argv": BASH, "cols": 80, "rows": 24})["pane"]["id"]
+            c.call("pane.spawn", {"workspace_id": ws_id, "argv": BASH, "cols": 80, "rows": 24})[
+                "pane"
+            ]["id"]
             for _ in range(n)
         ]
         spawned = time.perf_counter() - t0
@@ -81,12 +83,28 @@ def spawn_panes(d: h.BenchDaemon, n: int, ready_timeout: float) -> dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--panes", type=int, default=None, help="idle bash panes (default 200; 50 with --quick)")
-    ap.add_argument("--seconds", type=float, default=None, help="length of each window (default 60; 10 with --quick)")
-    ap.add_argument("--settle", type=float, default=None, help="quiet time before each window (default 10; 3 with --quick)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--panes", type=int, default=None, help="idle bash panes (default 200; 50 with --quick)"
+    )
+    ap.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="length of each window (default 60; 10 with --quick)",
+    )
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=None,
+        help="quiet time before each window (default 10; 3 with --quick)",
+    )
     ap.add_argument("--quick", action="store_true", help="10 s windows, 50 panes: a quick check")
-    ap.add_argument("--json", action="store_true", help="print JSON on stdout (the table goes to stderr)")
+    ap.add_argument(
+        "--json", action="store_true", help="print JSON on stdout (the table goes to stderr)"
+    )
     args = ap.parse_args(argv)
     panes = args.panes if args.panes is not None else (50 if args.quick else 200)
     seconds = args.seconds if args.seconds is not None else (10.0 if args.quick else 60.0)
@@ -102,14 +120,18 @@ def main(argv: list[str] | None = None) -> int:
     }
     failed = False
     with h.terminate_on_signals(), h.BenchDaemon(prefix="sti-") as d:
-        h.log(f"daemon pid {d.proc.pid if d.proc else '?'}; settling {settle:g} s, then {seconds:g} s with 0 panes")
+        h.log(
+            f"daemon pid {d.proc.pid if d.proc else '?'}; settling {settle:g} s, then {seconds:g} s with 0 panes"
+        )
         time.sleep(settle)
         report["baseline"] = base = measure(d, seconds)
         h.log(f"0 panes: cpu {base['cpu_pct']:.2f} %, RSS {base['rss_mb']:.1f} MB")
         h.log(f"spawning {panes} x {' '.join(BASH)}")
         sp = spawn_panes(d, panes, ready_timeout=max(60.0, panes * 0.5))
         report["spawn"] = {k: v for k, v in sp.items() if k != "pane_ids"}
-        h.log(f"{panes} panes spawned in {sp['spawn_s']:.1f} s, prompts after {sp['ready_s']:.1f} s; settling {settle:g} s, then {seconds:g} s")
+        h.log(
+            f"{panes} panes spawned in {sp['spawn_s']:.1f} s, prompts after {sp['ready_s']:.1f} s; settling {settle:g} s, then {seconds:g} s"
+        )
         if sp["not_ready"]:
             h.log(f"WARNING: {sp['not_ready']} panes showed no prompt")
             failed = True
@@ -119,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         status = d.call("server.status")
         report["live_panes_after"] = status.get("live_panes")
         if status.get("live_panes") != panes:
-            h.log(f"WARNING: {status.get('live_panes')} live panes after the window, expected {panes}")
+            h.log(
+                f"WARNING: {status.get('live_panes')} live panes after the window, expected {panes}"
+            )
             failed = True
         t = time.perf_counter()
         with d.client() as c:
@@ -144,8 +168,17 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     out = sys.stderr if args.json else sys.stdout
+
     def row(name: str, m: dict[str, Any]) -> list[Any]:
-        return [name, h.fmt(m["cpu_s"], 3), h.fmt(m["cpu_pct"], 3), m["rss_mb"], m["wakeups_per_s"], m["fds"], m["threads"]]
+        return [
+            name,
+            h.fmt(m["cpu_s"], 3),
+            h.fmt(m["cpu_pct"], 3),
+            m["rss_mb"],
+            m["wakeups_per_s"],
+            m["fds"],
+            m["threads"],
+        ]
 
     r = report["ratios"]
     rows = [

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from signaltty.server.daemon import Daemon
 
 log = structlog.get_logger("signaltty.listener")
+# Transport buffer below which a message is written at once instead of queued.
+_DIRECT_WRITE_MAX = 64 * 1024
 _conn_ids = itertools.count(1)
 
 
@@ -71,6 +73,11 @@ class Connection:
             else:
                 self.dropped_events += 1
             return False
+        if not self._queue and self._writer.transport.get_write_buffer_size() < _DIRECT_WRITE_MAX:
+            # Nothing queued and the socket keeps up: write now, saving the writer task's
+            # loop turn (which may sit behind a screen-drain step).
+            self._writer.write(data)
+            return True
         self._queue.append(data)
         self._queued_bytes += len(data)
         if is_event:
@@ -205,7 +212,7 @@ class Connection:
             self.send(envelope.fail(req_id, SignalttyError("UNKNOWN_METHOD", f"unknown method: {method}")))
             return True
         if is_single_flight(method, params):
-            return await self._single_flight(req_id, method, params, pending)
+            return await self._single_flight(req_id, method, params, pending, lines)
         await self._respond(req_id, self._dispatch(method, params))
         return not self.close_after_response
 
@@ -230,12 +237,19 @@ class Connection:
             self._enqueue(envelope.encode(envelope.event(name, payload, seq)), is_event=True)
         if self.after_response is not None:
             callback, self.after_response = self.after_response, None
-            self._drained.clear()
-            await self._drained.wait()
+            if self._queue:
+                await self._drained.wait()
+            with contextlib.suppress(ConnectionError, OSError):
+                await self._writer.drain()
             callback()
 
     async def _single_flight(
-        self, req_id: str, method: str, params: dict[str, Any], pending: deque[bytes | object]
+        self,
+        req_id: str,
+        method: str,
+        params: dict[str, Any],
+        pending: deque[bytes | object],
+        lines: LineBuffer,
     ) -> bool:
         """Run a single-flight call; any further input, EOF or shutdown cancels it silently."""
         call = asyncio.create_task(self._respond(req_id, self._dispatch(method, params)))
@@ -246,19 +260,27 @@ class Connection:
                 return False
             read = asyncio.create_task(self._reader.read(1 << 16))
             done, _ = await asyncio.wait({call, read}, return_when=asyncio.FIRST_COMPLETED)
-            if call in done and read not in done:
-                read.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await read
-                call.result()
-                return True
-            # Input (or EOF) arrived while the call was pending: cancel, close, no response.
-            call.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await call
+            if call not in done:
+                # Input (or EOF) arrived while the call was pending: cancel, close, no response.
+                call.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await call
+                return False
+            # The call finished (input may have arrived in the same loop turn, after the
+            # response went out): keep whatever was read for the next requests.
             if not read.done():
                 read.cancel()
-            return False
+            try:
+                data: bytes | None = await read
+            except asyncio.CancelledError:
+                data = None
+            call.result()
+            if data is None:
+                return True
+            if not data:
+                return False
+            pending.extend(lines.feed(data))
+            return True
         except asyncio.CancelledError:
             call.cancel()
             raise
