@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 
 need=()
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+command -v node >/dev/null 2>&1 || need+=(nodejs)  # runs the OpenCode plugin (tests/installer)
+command -v dbus-daemon >/dev/null 2>&1 && command -v dbus-send >/dev/null 2>&1 || need+=(dbus)
+command -v gdbus >/dev/null 2>&1 || need+=(libglib2.0-bin)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "tests/run.sh: installing ${need[*]} (Debian packages)"

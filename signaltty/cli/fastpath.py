@@ -11,7 +11,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+# ``typing`` costs ~6 ms to import, which every agent hook would pay (README "Dependency
+# rules"); annotations are strings here (PEP 563), so the names are only needed by checkers.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 from signaltty.proto.client import Client, ConnectError, default_socket
 from signaltty.proto.envelope import SignalttyError

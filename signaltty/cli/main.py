@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from signaltty import __version__
-from signaltty.cli import render
+from signaltty.cli import integration_cmd, render, service_cmd
 from signaltty.proto.client import Client, ConnectError, default_socket
 from signaltty.proto.constants import PROTOCOL
 from signaltty.proto.envelope import SignalttyError
@@ -187,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     at = sub.add_parser("attention", parents=[common], help="panes that need you")
     at.add_argument("--limit", type=int, help="at most this many panes (1-500, default 50)")
+    integration_cmd.add_parser(sub, common)
+    service_cmd.add_parser(sub, common)
     return ap
 
 
@@ -233,6 +235,10 @@ def _run(args: argparse.Namespace) -> int:
     cmd = args.cmd
     if cmd == "daemon":
         return _daemon(args)
+    if cmd == "integration":
+        return integration_cmd.run(args)
+    if cmd == "service":
+        return service_cmd.run(args)
     with _client(args) as cl:
         if cmd == "status":
             r = cl.call("server.status")

@@ -6,7 +6,11 @@ Pure: encodes and decodes dicts and bytes; the listener and the clients do the I
 from __future__ import annotations
 
 import json
-from typing import Any
+# ``typing`` costs ~6 ms to import, which every agent hook would pay (README "Dependency
+# rules"); annotations are strings here (PEP 563), so the names are only needed by checkers.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 from signaltty.proto.constants import PROTOCOL
 

@@ -89,6 +89,8 @@ class Daemon:
         self._saved_offsets: dict[str, int] = {}
         self._reapers: set[asyncio.Task[None]] = set()
         self._hurry = False
+        self.dbus_service: Any = None  # signaltty.desktop.dbus.DbusService once started
+        self.notifier: Any = None  # signaltty.desktop.notify.Notifier once started
 
     # ---------------------------------------------------------------- start
 
@@ -181,10 +183,27 @@ class Daemon:
             version=__version__,
             loop=type(loop).__module__,
         )
+        self._start_desktop()
         await self._stop.wait()
         assert self._shutdown_task is not None
         await self._shutdown_task
         return 0
+
+    def _start_desktop(self) -> None:
+        """Step 9: D-Bus service and notifier in the background; failures never stop us."""
+        try:
+            if self.config.dbus.enabled:
+                from signaltty.desktop.dbus import DbusService
+
+                self.dbus_service = DbusService(self)
+                self.dbus_service.start()
+            if self.config.notifications.enabled:
+                from signaltty.desktop.notify import Notifier
+
+                self.notifier = Notifier(self)
+                self.notifier.start()
+        except Exception:  # noqa: BLE001 - the desktop surface is optional
+            log.exception("desktop.start_failed")
 
     def _spawn_bg(self, coro: Any, name: str) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)
@@ -284,6 +303,10 @@ class Daemon:
         for task in list(self._background):
             task.cancel("shutdown")
         await self._step("snapshot", self.save(), timeout=30)
+        if self.notifier is not None:
+            await self._step("notifications", self.notifier.close(), timeout=5)
+        if self.dbus_service is not None:
+            await self._step("dbus", self.dbus_service.close(), timeout=5)
         await self._step("children", self._stop_children())
         if self.listener is not None:
             await self._step("connections", self.listener.close_all())

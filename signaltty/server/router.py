@@ -147,9 +147,12 @@ class Router:
             "notifications": {
                 "enabled": d.config.notifications.enabled,
                 "mode": d.config.notifications.mode,
-                "available": False,
+                "available": bool(d.notifier is not None and d.notifier.available),
             },
-            "dbus": {"enabled": d.config.dbus.enabled, "name_owned": False},
+            "dbus": {
+                "enabled": d.config.dbus.enabled,
+                "name_owned": bool(d.dbus_service is not None and d.dbus_service.name_owned),
+            },
             "connections": d.listener.stats() if d.listener else {},
         }
         if d.config_error:
@@ -256,7 +259,7 @@ class Router:
             relationship=p.relationship,
             after=None,
         )
-        return {"pane": pane.to_wire()}
+        return _spawn_result(pane)
 
     async def m_pane_split(self, conn: Connection | None, p: P.PaneSplit) -> dict[str, Any]:
         src = self._pane(p.pane_id)
@@ -279,7 +282,7 @@ class Router:
             relationship=None,
             after=src.id,
         )
-        return {"pane": pane.to_wire()}
+        return _spawn_result(pane)
 
     def _command(self, p: P._Command) -> list[str]:
         if (p.argv is None) == (p.agent is None):
@@ -700,7 +703,7 @@ class Router:
         pane = self._pane(p.pane_id)
         if pane.live:
             raise SignalttyError("BAD_PARAMS", "pane is already live")
-        return {"pane": (await self.d.spawner.resume(pane)).to_wire()}
+        return _spawn_result(await self.d.spawner.resume(pane))
 
     async def m_pane_submit(self, conn: Connection | None, p: P.PaneSubmit) -> dict[str, Any]:
         return await submit.submit(self, p)
@@ -715,3 +718,11 @@ def rules_iso(ts: float) -> str | None:
     from signaltty.core.model import iso
 
     return iso(ts)
+
+
+def _spawn_result(pane: Pane) -> dict[str, Any]:
+    """``{pane, integration?}`` for pane.spawn/split/resume (integrations.md §3 "result")."""
+    out: dict[str, Any] = {"pane": pane.to_wire()}
+    if pane.integration is not None:
+        out["integration"] = pane.integration
+    return out

@@ -21,6 +21,7 @@ from signaltty.core import rules
 from signaltty.core.ids import new_id
 from signaltty.core.model import AgentInfo, Pane, Workspace
 from signaltty.proto.envelope import SignalttyError
+from signaltty.server import autoconfig
 from signaltty.server.panes import PaneRuntime
 from signaltty.term import pty as ptymod
 
@@ -138,7 +139,8 @@ class Spawner:
             socket_path=str(self.d.socket_path),
             parent_pane_id=parent.id if parent else None,
         )
-        proc, integration = await self._start(stored, env, cwd, size)
+        config_env: dict[str, str] = {}
+        proc, integration = await self._start(stored, env, cwd, size, request_env, config_env)
         now = store.now()
         pane = Pane(
             id=pane_id,
@@ -161,6 +163,7 @@ class Spawner:
             process_instance=new_id("pi"),
             integration=integration,
         )
+        pane.agent.config_env = config_env
         store.panes[pane_id] = pane
         runtime = PaneRuntime(store, pane)
         self.d.runtimes[pane_id] = runtime
@@ -176,9 +179,17 @@ class Spawner:
         return pane
 
     async def _start(
-        self, stored: list[str], env: dict[str, str], cwd: str, size: tuple[int, int]
+        self,
+        stored: list[str],
+        env: dict[str, str],
+        cwd: str,
+        size: tuple[int, int],
+        request_env: dict[str, str],
+        config_env: dict[str, str],
     ) -> tuple[ptymod.PtyProcess, dict[str, Any] | None]:
-        """Resolve, apply the Codex runtime insertion, and spawn (argv is never modified).
+        """Resolve, configure hooks (integrations.md §3), apply the Codex runtime insertion,
+        and spawn (argv is never modified). The used provider root goes into ``env`` and
+        ``config_env`` (filled in place).
 
         Raises:
             SignalttyError: ``SPAWN_FAILED`` with ``details.errno``.
@@ -187,6 +198,11 @@ class Spawner:
         try:
             program = ptymod.resolve_program(stored[0], env["PATH"], cwd)
             run = [program, *stored[1:]]
+            setup = await autoconfig.prepare(program, run[1:], request_env, cwd, env["PATH"])
+            if setup is not None:
+                integration = setup.integration
+                env.update(setup.config_env)
+                config_env.update(setup.config_env)
             if builtin_kind(os.path.basename(program)) == "codex":
                 supported = False
                 if codex_runtime.classify_argv(run).kind == "interactive":
@@ -194,7 +210,7 @@ class Spawner:
                 plan = codex_runtime.plan(run, lambda: supported)
                 run = plan.argv
                 if plan.notice:
-                    integration = {"agent": "codex", "status": "disabled", "changed": False, "notice": plan.notice}
+                    integration = autoconfig.merge_notice(integration, "codex", plan.notice)
                     log.info("pane.codex_notice", notice=plan.notice)
             proc = ptymod.spawn(run, env=env, cwd=cwd, cols=size[0], rows=size[1])
         except ptymod.SpawnError as exc:
@@ -234,11 +250,13 @@ class Spawner:
             socket_path=str(self.d.socket_path),
             parent_pane_id=pane.parent_pane_id,
         )
-        proc, integration = await self._start(argv, env, cwd, (pane.cols, pane.rows))
+        config_env = dict(info.config_env)
+        proc, integration = await self._start(argv, env, cwd, (pane.cols, pane.rows), dict(config_env), config_env)
         old = self.d.runtimes.get(pane.id)
         if old is not None:
             old.close()
         info.resume_argv = argv
+        info.config_env = config_env
         pane.integration = integration
         pane.cwd = cwd
         effects = rules.on_resume(pane, new_id("pi"), now=store.now())

@@ -111,10 +111,9 @@ def socket_path(flag: str | os.PathLike[str] | None = None) -> Path:
 
     Spec: desktop-and-service.md §1 "socket".
     """
-    chosen = _flag(flag) or _flag(_env("SIGNALTTY_SOCKET"))
-    if chosen is not None:
-        return chosen
-    return runtime_dir() / SOCKET_NAME
+    from signaltty.system import sockpath
+
+    return Path(sockpath.resolve(os.fspath(flag) if flag is not None else None))
 
 
 def is_default_socket(flag: str | os.PathLike[str] | None = None) -> bool:

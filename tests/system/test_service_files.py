@@ -240,3 +240,14 @@ def test_installed_package_data_wins(tmp_path: Path) -> None:
         check=True,
     )
     assert result.stdout == "PACKAGED UNIT\nPACKAGED SHIM\nNO PLIST\n"
+
+
+def test_rendered_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
+    """The unit as ``signaltty service install`` writes it (absolute executable)."""
+    from signaltty.system import service
+
+    text = service.render_unit(sys.executable)
+    assert f"ExecStart={sys.executable} daemon" in text.splitlines()
+    result = _verify(text, tmp_path)
+    assert result.stderr == ""
+    assert result.returncode == 0

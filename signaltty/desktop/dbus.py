@@ -1,0 +1,686 @@
+"""The D-Bus service ``dev.signaltty.Signaltty`` on the session bus (jeepney, daemon loop).
+
+Every method goes through ``Router.call`` (or ``Router.notify`` with source ``dbus``), so
+D-Bus answers are checked exactly like socket answers. Failures are logged once and never
+stop the daemon; a lost bus is reconnected and the name requested again.
+Spec: desktop-and-service.md §7 (methods, signals, properties, errors, access, XML), §2.2
+(name released at shutdown), §9 (per-call uid check).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+from jeepney import (
+    DBusAddress,
+    HeaderFields,
+    Message,
+    MessageType,
+    new_error,
+    new_method_call,
+    new_method_return,
+    new_signal,
+)
+from jeepney.io.asyncio import DBusConnection, open_dbus_connection
+
+from signaltty import __version__
+from signaltty.proto import constants
+from signaltty.proto.envelope import SignalttyError
+
+if TYPE_CHECKING:
+    from signaltty.server.daemon import Daemon
+
+log = structlog.get_logger("signaltty.dbus")
+
+BUS_NAME: Final = "dev.signaltty.Signaltty"
+OBJECT_PATH: Final = "/dev/signaltty/Signaltty"
+INTERFACE: Final = "dev.signaltty.Signaltty1"
+ERROR_PREFIX: Final = "dev.signaltty.Error."
+
+_DBUS = DBusAddress(
+    "/org/freedesktop/DBus", bus_name="org.freedesktop.DBus", interface="org.freedesktop.DBus"
+)
+_INTROSPECTABLE: Final = "org.freedesktop.DBus.Introspectable"
+_PROPERTIES: Final = "org.freedesktop.DBus.Properties"
+_PEER: Final = "org.freedesktop.DBus.Peer"
+_E: Final = "org.freedesktop.DBus.Error."
+
+CALL_TIMEOUT_S: Final = 5.0  # every call to the bus daemon
+CONNECT_TIMEOUT_S: Final = 5.0
+RECONNECT_MAX_S: Final = 30.0
+PROPS_COALESCE_S: Final = 0.25  # §7.3: at most one PropertiesChanged per 250 ms
+MAX_WRITE_BUFFER: Final = 8 * 1024 * 1024  # signals are dropped above this (slow bus)
+
+# name → (in signature, out signature); the order of §7.5.
+METHODS: Final[dict[str, tuple[str, str]]] = {
+    "Status": ("", "a{sv}"),
+    "ListPanes": ("", "a(sssssss)"),
+    "GetPane": ("s", "s"),
+    "ListPermissions": ("", "a(ssssssbx)"),
+    "AnswerPermission": ("ss", "ss"),
+    "MarkSeen": ("s", "s"),
+    "FocusNextUnread": ("", "s"),
+    "Notify": ("ssss", "s"),
+}
+
+_SIGNAL_ARGS: Final[dict[str, list[tuple[str, str]]]] = {
+    "LifecycleChanged": [("pane_id", "s"), ("lifecycle", "s"), ("prev", "s"), ("source", "s")],
+    "AttentionChanged": [("pane_id", "s"), ("attention", "s"), ("prev", "s"), ("reason", "s")],
+    "PermissionRequested": [
+        ("decision_id", "s"),
+        ("pane_id", "s"),
+        ("agent", "s"),
+        ("tool_name", "s"),
+        ("prompt", "s"),
+        ("answerable", "b"),
+        ("deadline_unix_ms", "x"),
+    ],
+    "PermissionResolved": [("decision_id", "s"), ("pane_id", "s"), ("outcome", "s")],
+    "NotificationCreated": [
+        ("notification_id", "s"),
+        ("pane_id", "s"),
+        ("title", "s"),
+        ("body", "s"),
+        ("severity", "s"),
+    ],
+}
+
+_PROPS: Final = (
+    "Version",
+    "Protocol",
+    "SocketPath",
+    "LivePanes",
+    "PendingPermissions",
+    "AttentionPanes",
+)
+_PROP_TYPES: Final = {"Version": "s", "Protocol": "s", "SocketPath": "s"}  # others: u
+
+_STANDARD_XML: Final = """  <interface name="org.freedesktop.DBus.Introspectable">
+    <method name="Introspect"><arg name="xml_data" direction="out" type="s"/></method>
+  </interface>
+  <interface name="org.freedesktop.DBus.Properties">
+    <method name="Get"><arg name="interface_name" direction="in" type="s"/><arg name="property_name" direction="in" type="s"/><arg name="value" direction="out" type="v"/></method>
+    <method name="GetAll"><arg name="interface_name" direction="in" type="s"/><arg name="properties" direction="out" type="a{sv}"/></method>
+    <method name="Set"><arg name="interface_name" direction="in" type="s"/><arg name="property_name" direction="in" type="s"/><arg name="value" direction="in" type="v"/></method>
+    <signal name="PropertiesChanged"><arg name="interface_name" type="s"/><arg name="changed_properties" type="a{sv}"/><arg name="invalidated_properties" type="as"/></signal>
+  </interface>
+  <interface name="org.freedesktop.DBus.Peer">
+    <method name="Ping"/>
+    <method name="GetMachineId"><arg name="machine_uuid" direction="out" type="s"/></method>
+  </interface>
+"""
+
+
+def introspection_xml() -> str:
+    """The XML of §7.5 (signal arguments named as in §7.2) plus the standard interfaces."""
+    lines = [
+        '<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"',
+        ' "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">',
+        f'<node name="{OBJECT_PATH}">',
+        f'  <interface name="{INTERFACE}">',
+        '    <method name="Status"><arg direction="out" type="a{sv}"/></method>',
+        '    <method name="ListPanes"><arg direction="out" type="a(sssssss)"/></method>',
+        '    <method name="GetPane"><arg name="pane_id" direction="in" type="s"/><arg direction="out" type="s"/></method>',
+        '    <method name="ListPermissions"><arg direction="out" type="a(ssssssbx)"/></method>',
+        '    <method name="AnswerPermission">',
+        '      <arg name="target" direction="in" type="s"/><arg name="verdict" direction="in" type="s"/>',
+        '      <arg name="lifecycle" direction="out" type="s"/><arg name="attention" direction="out" type="s"/>',
+        "    </method>",
+        '    <method name="MarkSeen"><arg name="pane_id" direction="in" type="s"/><arg direction="out" type="s"/></method>',
+        '    <method name="FocusNextUnread"><arg direction="out" type="s"/></method>',
+        '    <method name="Notify">',
+        '      <arg name="pane_id" direction="in" type="s"/><arg name="title" direction="in" type="s"/>',
+        '      <arg name="body" direction="in" type="s"/><arg name="severity" direction="in" type="s"/>',
+        '      <arg direction="out" type="s"/>',
+        "    </method>",
+    ]
+    for name, args in _SIGNAL_ARGS.items():
+        inner = "".join(f'<arg name="{n}" type="{t}"/>' for n, t in args)
+        lines.append(f'    <signal name="{name}">{inner}</signal>')
+    for prop in _PROPS:
+        lines.append(
+            f'    <property name="{prop}" type="{_PROP_TYPES.get(prop, "u")}" access="read"/>'
+        )
+    lines.append("  </interface>")
+    return "\n".join(lines) + "\n" + _STANDARD_XML + "</node>\n"
+
+
+def _parent_xml(path: str) -> str:
+    """Introspection of an ancestor of the object path: just the next child node."""
+    rest = OBJECT_PATH[len(path) :].lstrip("/") if path != "/" else OBJECT_PATH.lstrip("/")
+    child = rest.split("/")[0]
+    return f'<node name="{path}">\n{_STANDARD_XML}  <node name="{child}"/>\n</node>\n'
+
+
+def _machine_id() -> str:
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        with contextlib.suppress(OSError):
+            with open(path) as fh:
+                value = fh.read().strip()
+            if value:
+                return value
+    return ""
+
+
+class _Reply(Exception):
+    """A D-Bus error reply: ``name`` and a message."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+        self.message = message
+
+
+class DbusService:
+    """Owns the session-bus connection, the well-known name, methods and signals.
+
+    ``name_owned`` is reported by ``server.status``. ``start()`` returns at once; the
+    connection loop runs in the background and reconnects when the bus goes away.
+    """
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.d = daemon
+        self.uid = os.getuid()
+        self.name_owned = False
+        self.unavailable_reason: str | None = None
+        self._conn: DBusConnection | None = None
+        self._pending: dict[int, asyncio.Future[Message]] = {}
+        self._uids: dict[str, int] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._runner: asyncio.Task[None] | None = None
+        self._closing = False
+        self._props_handle: asyncio.TimerHandle | None = None
+        self._props_last: dict[str, int] = {}
+        self._props_sent_at = 0.0
+        self._logged: set[str] = set()
+        self.dropped_signals = 0
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """Start the connection loop and observe state events (idempotent)."""
+        if self._runner is not None:
+            return
+        self.d.store.bus.observers.append(self._on_event)
+        self._runner = asyncio.get_running_loop().create_task(self._run(), name="dbus")
+
+    async def close(self) -> None:
+        """Release the name and close the connection (shutdown; idempotent)."""
+        self._closing = True
+        with contextlib.suppress(ValueError):
+            self.d.store.bus.observers.remove(self._on_event)
+        if self._props_handle is not None:
+            self._props_handle.cancel()
+        if self._runner is not None:
+            self._runner.cancel("shutdown")
+            with contextlib.suppress(BaseException):
+                await self._runner
+        conn = self._conn
+        if conn is not None and self.name_owned:
+            with contextlib.suppress(Exception):
+                self._write(new_method_call(_DBUS, "ReleaseName", "s", (BUS_NAME,)), conn)
+                async with asyncio.timeout(1.0):
+                    await conn.writer.drain()
+        self.name_owned = False
+        await self._drop_connection()
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _log_once(self, key: str, event: str, **kw: Any) -> None:
+        if key not in self._logged:
+            self._logged.add(key)
+            log.warning(event, **kw)
+
+    async def _run(self) -> None:
+        delay = 1.0
+        while not self._closing:
+            try:
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    conn = await open_dbus_connection("SESSION")
+            except Exception as exc:  # noqa: BLE001 - no bus is a normal condition
+                self.unavailable_reason = f"{type(exc).__name__}: {exc}"
+                self._log_once("connect", "dbus.unavailable", reason=self.unavailable_reason)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RECONNECT_MAX_S)
+                continue
+            self._conn = conn
+            reader = asyncio.get_running_loop().create_task(self._receive_loop(conn))
+            try:
+                owned = await self._acquire()
+            except Exception as exc:  # noqa: BLE001
+                owned = False
+                self._log_once("acquire", "dbus.unavailable", reason=f"{type(exc).__name__}: {exc}")
+            if not owned:
+                reader.cancel()
+                await self._drop_connection()
+                return  # the name belongs to someone else: continue without D-Bus (§7)
+            self.name_owned = True
+            self._logged.discard("connect")
+            log.info("dbus.name_acquired", name=BUS_NAME, unique_name=conn.unique_name)
+            delay = 1.0
+            with contextlib.suppress(Exception):
+                await reader
+            if self._closing:
+                return
+            self.name_owned = False
+            log.warning("dbus.name_lost", reason="bus connection closed")
+            await self._drop_connection()
+            await asyncio.sleep(delay)
+
+    async def _acquire(self) -> bool:
+        match_rule = (
+            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
+            "member='NameOwnerChanged',path='/org/freedesktop/DBus'"
+        )
+        await self._call_bus("AddMatch", "s", (match_rule,))
+        reply = await self._call_bus("RequestName", "su", (BUS_NAME, 4))  # DO_NOT_QUEUE
+        code = reply.body[0]
+        if code in (1, 4):  # PRIMARY_OWNER, ALREADY_OWNER
+            return True
+        self._log_once("taken", "dbus.name_taken", name=BUS_NAME, code=code)
+        self.unavailable_reason = "name owned by another process"
+        return False
+
+    async def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        self._uids.clear()
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(ConnectionError("bus connection closed"))
+        self._pending.clear()
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.writer.close()
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(1.0):
+                    await conn.writer.wait_closed()
+
+    # ---------------------------------------------------------------- wire
+
+    def _write(self, msg: Message, conn: DBusConnection | None = None) -> int | None:
+        """Serialise and queue one message without awaiting; returns its serial."""
+        conn = conn or self._conn
+        if conn is None or conn.writer.is_closing():
+            return None
+        serial = next(conn.outgoing_serial)
+        conn.writer.write(msg.serialise(serial))
+        return serial
+
+    async def _call_bus(self, member: str, sig: str, body: tuple[Any, ...]) -> Message:
+        """Call a method of the bus daemon and wait for its reply (5 s).
+
+        Raises:
+            ConnectionError: not connected. TimeoutError: no reply within 5 s.
+            _Reply: the bus answered with an error.
+        """
+        serial = self._write(new_method_call(_DBUS, member, sig, body))
+        if serial is None:
+            raise ConnectionError("not connected to the bus")
+        fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._pending[serial] = fut
+        try:
+            async with asyncio.timeout(CALL_TIMEOUT_S):
+                reply = await fut
+        finally:
+            self._pending.pop(serial, None)
+        if reply.header.message_type == MessageType.error:
+            raise _Reply(str(reply.header.fields.get(HeaderFields.error_name)), str(reply.body[:1]))
+        return reply
+
+    async def _receive_loop(self, conn: DBusConnection) -> None:
+        while True:
+            msg = await conn.receive()
+            mtype = msg.header.message_type
+            if mtype in (MessageType.method_return, MessageType.error):
+                fut = self._pending.get(msg.header.fields.get(HeaderFields.reply_serial, -1))
+                if fut is not None and not fut.done():
+                    fut.set_result(msg)
+            elif mtype == MessageType.signal:
+                if (
+                    msg.header.fields.get(HeaderFields.member) == "NameOwnerChanged"
+                    and len(msg.body) == 3
+                ):
+                    name, _old, new = msg.body
+                    if not new:
+                        self._uids.pop(name, None)
+            elif mtype == MessageType.method_call:
+                task = asyncio.get_running_loop().create_task(self._handle(msg))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    # ---------------------------------------------------------------- dispatch
+
+    async def _handle(self, msg: Message) -> None:
+        fields = msg.header.fields
+        try:
+            sig, body = await self._dispatch(msg)
+            reply = new_method_return(msg, sig, body)
+        except _Reply as exc:
+            reply = new_error(msg, exc.name, "s", (exc.message,))
+        except SignalttyError as exc:
+            reply = new_error(msg, ERROR_PREFIX + exc.code, "s", (exc.message,))
+        except Exception as exc:
+            log.exception("dbus.method_failed", member=fields.get(HeaderFields.member))
+            reply = new_error(
+                msg, ERROR_PREFIX + "INTERNAL", "s", (f"internal error: {type(exc).__name__}",)
+            )
+        if msg.header.flags & 1:  # NO_REPLY_EXPECTED
+            return
+        try:
+            self._write(reply)
+        except Exception:
+            log.exception("dbus.reply_failed")
+
+    async def _dispatch(self, msg: Message) -> tuple[str, tuple[Any, ...]]:
+        fields = msg.header.fields
+        path = fields.get(HeaderFields.path, "")
+        iface = fields.get(HeaderFields.interface)
+        member = fields.get(HeaderFields.member, "")
+        sig = fields.get(HeaderFields.signature, "")
+        if iface == _PEER:
+            return self._peer(member, sig)
+        known_parent = path == "/" or (OBJECT_PATH.startswith(path + "/") and path != OBJECT_PATH)
+        if path != OBJECT_PATH and not known_parent:
+            raise _Reply(_E + "UnknownObject", f"no object at path {path}")
+        if iface == _INTROSPECTABLE or (iface is None and member == "Introspect"):
+            if member != "Introspect":
+                raise _Reply(_E + "UnknownMethod", f"unknown method {member}")
+            _check_sig(sig, "")
+            return "s", (introspection_xml() if path == OBJECT_PATH else _parent_xml(path),)
+        if known_parent:
+            raise _Reply(_E + "UnknownMethod", f"no interface {iface} at path {path}")
+        if iface == _PROPERTIES:
+            return self._properties(member, sig, msg.body)
+        if iface not in (INTERFACE, None):
+            raise _Reply(_E + "UnknownInterface", f"unknown interface {iface}")
+        spec = METHODS.get(member)
+        if spec is None:
+            raise _Reply(_E + "UnknownMethod", f"unknown method {member}")
+        _check_sig(sig, spec[0])
+        await self._check_caller(fields.get(HeaderFields.sender))
+        handler: Callable[..., Awaitable[tuple[Any, ...]]] = getattr(self, "_m_" + member)
+        return spec[1], await handler(*msg.body)
+
+    def _peer(self, member: str, sig: str) -> tuple[str, tuple[Any, ...]]:
+        _check_sig(sig, "")
+        if member == "Ping":
+            return "", ()
+        if member == "GetMachineId":
+            return "s", (_machine_id(),)
+        raise _Reply(_E + "UnknownMethod", f"unknown method {member}")
+
+    async def _check_caller(self, sender: str | None) -> None:
+        if not sender:
+            raise _Reply(_E + "AccessDenied", "caller unknown")
+        uid = self._uids.get(sender)
+        if uid is None:
+            try:
+                reply = await self._call_bus("GetConnectionUnixUser", "s", (sender,))
+            except Exception as exc:  # noqa: BLE001
+                raise _Reply(_E + "AccessDenied", f"cannot verify caller: {exc}") from None
+            uid = int(reply.body[0])
+            self._uids[sender] = uid
+        if uid != self.uid:
+            raise _Reply(_E + "AccessDenied", "caller belongs to another user")
+
+    # ---------------------------------------------------------------- properties
+
+    def _prop_values(self) -> dict[str, Any]:
+        store = self.d.store
+        panes = store.panes.values()
+        return {
+            "Version": __version__,
+            "Protocol": constants.PROTOCOL,
+            "SocketPath": str(self.d.socket_path),
+            "LivePanes": sum(1 for p in panes if p.live),
+            "PendingPermissions": sum(1 for p in panes if p.pending_decision is not None),
+            "AttentionPanes": sum(1 for p in panes if p.attention.value != "none"),
+        }
+
+    def _properties(
+        self, member: str, sig: str, body: tuple[Any, ...]
+    ) -> tuple[str, tuple[Any, ...]]:
+        if member == "Get":
+            _check_sig(sig, "ss")
+            iface, name = body
+            if iface not in (INTERFACE, "") or name not in _PROPS:
+                raise _Reply(_E + "UnknownProperty", f"unknown property {iface}.{name}")
+            value = self._prop_values()[name]
+            return "v", ((_PROP_TYPES.get(name, "u"), value),)
+        if member == "GetAll":
+            _check_sig(sig, "s")
+            if body[0] not in (INTERFACE, ""):
+                return "a{sv}", ({},)
+            return "a{sv}", (
+                {k: (_PROP_TYPES.get(k, "u"), v) for k, v in self._prop_values().items()},
+            )
+        if member == "Set":
+            _check_sig(sig, "ssv")
+            raise _Reply(_E + "PropertyReadOnly", f"property {body[1]} is read-only")
+        raise _Reply(_E + "UnknownMethod", f"unknown method {member}")
+
+    def _schedule_props(self) -> None:
+        if self._props_handle is not None or not self.name_owned:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, self._props_sent_at + PROPS_COALESCE_S - loop.time())
+        self._props_handle = loop.call_later(delay, self._flush_props)
+
+    def _flush_props(self) -> None:
+        self._props_handle = None
+        self._props_sent_at = asyncio.get_running_loop().time()
+        values = self._prop_values()
+        changed = {
+            k: ("u", values[k])
+            for k in ("LivePanes", "PendingPermissions", "AttentionPanes")
+            if self._props_last.get(k) != values[k]
+        }
+        if not changed:
+            return
+        self._props_last.update({k: v[1] for k, v in changed.items()})
+        self._emit(_PROPERTIES, "PropertiesChanged", "sa{sv}as", (INTERFACE, changed, []))
+
+    # ---------------------------------------------------------------- signals
+
+    def _emit(self, iface: str, member: str, sig: str, body: tuple[Any, ...]) -> None:
+        conn = self._conn
+        if conn is None or not self.name_owned:
+            return
+        if conn.writer.transport.get_write_buffer_size() > MAX_WRITE_BUFFER:
+            self.dropped_signals += 1
+            self._log_once("slow", "dbus.signals_dropped", reason="bus is not reading")
+            return
+        try:
+            self._write(new_signal(DBusAddress(OBJECT_PATH, interface=iface), member, sig, body))
+        except Exception:  # noqa: BLE001
+            self._log_once("emit", "dbus.signal_failed", member=member)
+
+    def _on_event(self, seq: int, name: str, payload: dict[str, Any]) -> None:
+        """Bus observer: state events → D-Bus signals (§7.2) and property changes (§7.3)."""
+        if self._conn is None or not self.name_owned:
+            return
+        sig = _signal_for(name, payload)
+        if sig is not None:
+            self._emit(INTERFACE, sig[0], "".join(t for _, t in _SIGNAL_ARGS[sig[0]]), sig[1])
+        if name.startswith(("agent.", "attention.", "decision.", "pane.")):
+            self._schedule_props()
+
+    # ---------------------------------------------------------------- methods
+
+    async def _m_Status(self) -> tuple[Any, ...]:
+        st = await self.d.router.call(None, "server.status", {})
+        panes = self.d.store.panes.values()
+        values = {
+            "version": ("s", st["version"]),
+            "protocol": ("s", st["protocol"]),
+            "instance_id": ("s", st["instance_id"]),
+            "pid": ("u", st["pid"]),
+            "uptime_s": ("t", int(st["uptime_s"])),
+            "socket": ("s", st["socket"]),
+            "workspaces": ("u", st["workspaces"]),
+            "panes": ("u", st["panes"]),
+            "live_panes": ("u", st["live_panes"]),
+            "attention_panes": ("u", sum(1 for p in panes if p.attention.value != "none")),
+            "pending_permissions": ("u", sum(1 for p in panes if p.pending_decision is not None)),
+            "notifications_mode": ("s", st["notifications"]["mode"]),
+            "notifications_available": ("b", bool(st["notifications"]["available"])),
+        }
+        return (values,)
+
+    async def _m_ListPanes(self) -> tuple[Any, ...]:
+        res = await self.d.router.call(None, "pane.list", {})
+        rows = [
+            (
+                p["id"],
+                p["workspace_id"],
+                p.get("title") or "",
+                (p.get("agent") or {}).get("kind") or "",
+                p["lifecycle"],
+                p["attention"],
+                p.get("last_message") or "",
+            )
+            for p in res["panes"]
+        ]
+        return (rows,)
+
+    async def _m_GetPane(self, pane_id: str) -> tuple[Any, ...]:
+        res = await self.d.router.call(None, "pane.get", {"pane_id": pane_id})
+        return (json.dumps(res["pane"], separators=(",", ":"), ensure_ascii=False),)
+
+    async def _m_ListPermissions(self) -> tuple[Any, ...]:
+        res = await self.d.router.call(None, "permission.list", {})
+        rows = []
+        for item in res["permissions"]:
+            dec = self._decision(item["pane_id"], item["decision_id"])
+            deadline = int(dec.deadline * 1000) if dec is not None and dec.deadline else 0
+            rows.append(
+                (
+                    item["decision_id"],
+                    item["pane_id"],
+                    item.get("pane_title") or "",
+                    item.get("agent") or "",
+                    item.get("tool_name") or "",
+                    item.get("prompt") or "",
+                    bool(item["answerable"]),
+                    deadline,
+                )
+            )
+        return (rows,)
+
+    def _decision(self, pane_id: str, decision_id: str) -> Any:
+        pane = self.d.store.panes.get(pane_id)
+        dec = pane.pending_decision if pane is not None else None
+        return dec if dec is not None and dec.id == decision_id else None
+
+    async def _m_AnswerPermission(self, target: str, verdict: str) -> tuple[Any, ...]:
+        key = "pane_id" if target.startswith("pane_") else "decision_id"
+        res = await self.d.router.call(None, "decision.answer", {key: target, "verdict": verdict})
+        return (res["lifecycle"], res["attention"])
+
+    async def _m_MarkSeen(self, pane_id: str) -> tuple[Any, ...]:
+        res = await self.d.router.call(None, "pane.mark_seen", {"pane_id": pane_id})
+        return (res["pane"]["attention"],)
+
+    async def _m_FocusNextUnread(self) -> tuple[Any, ...]:
+        res = await self.d.router.call(None, "focus.next_unread", {})
+        return (res.get("pane_id") or "",)
+
+    async def _m_Notify(
+        self, pane_id: str, title: str, body: str, severity: str
+    ) -> tuple[Any, ...]:
+        from signaltty.proto import params as P  # pydantic stays out of module import time
+
+        raw: dict[str, Any] = {
+            "pane_id": pane_id or None,
+            "title": title,
+            "body": body or None,
+            "severity": severity or None,
+        }
+        try:
+            p = P.Notify.model_validate(raw)
+        except Exception as exc:  # noqa: BLE001 - pydantic.ValidationError
+            raise SignalttyError("BAD_PARAMS", str(exc).splitlines()[0]) from None
+        res = self.d.router.notify(p.pane_id, p.title, p.body, p.severity or "info", "dbus")
+        return (res["notification"]["id"],)
+
+
+def _check_sig(got: str, want: str) -> None:
+    if got != want:
+        raise _Reply(_E + "InvalidArgs", f"expected signature '{want}', got '{got}'")
+
+
+def _signal_for(name: str, payload: dict[str, Any]) -> tuple[str, tuple[Any, ...]] | None:
+    """Map one state event to ``(signal, args)`` (§7.2), or ``None``."""
+    pane_id = payload.get("pane_id") or ""
+    if name.startswith("agent."):
+        return "LifecycleChanged", (
+            pane_id,
+            str(payload.get("lifecycle", "")),
+            str(payload.get("prev") or ""),
+            str(payload.get("source") or ""),
+        )
+    if name in ("attention.created", "attention.updated"):
+        return "AttentionChanged", (
+            pane_id,
+            str(payload.get("attention", "")),
+            str(payload.get("prev") or ""),
+            str(payload.get("cause") or ""),
+        )
+    if name == "attention.cleared":
+        return "AttentionChanged", (
+            pane_id,
+            "none",
+            str(payload.get("prev") or ""),
+            str(payload.get("reason") or ""),
+        )
+    if name == "decision.created":
+        dec = payload.get("decision") or {}
+        return "PermissionRequested", (
+            str(dec.get("id", "")),
+            pane_id,
+            str(dec.get("agent") or ""),
+            str(dec.get("tool_name") or ""),
+            str(dec.get("prompt") or ""),
+            bool(dec.get("answerable")),
+            _unix_ms(dec.get("deadline")),
+        )
+    if name == "decision.answered":
+        option = str(payload.get("option_id") or "")
+        outcome = {"once": "allow", "allow": "allow", "deny": "deny"}.get(
+            option, f"option:{option}"
+        )
+        return "PermissionResolved", (str(payload.get("decision_id", "")), pane_id, outcome)
+    if name == "decision.cleared":
+        return "PermissionResolved", (
+            str(payload.get("decision_id", "")),
+            pane_id,
+            f"cleared:{payload.get('reason') or ''}",
+        )
+    if name == "notification.created":
+        note = payload.get("notification") or {}
+        return "NotificationCreated", (
+            str(note.get("id", "")),
+            str(note.get("pane_id") or ""),
+            str(note.get("title") or ""),
+            str(note.get("body") or ""),
+            str(note.get("severity") or ""),
+        )
+    return None
+
+
+def _unix_ms(value: Any) -> int:
+    """ISO-8601 timestamp (or None) → Unix milliseconds (0 for none)."""
+    if not value:
+        return 0
+    from datetime import datetime
+
+    try:
+        return int(datetime.fromisoformat(str(value)).timestamp() * 1000)
+    except ValueError:
+        return 0

@@ -1,0 +1,393 @@
+"""Desktop notifications through ``desktop-notifier`` (the only module that talks to it).
+
+Alerts from the store become intents; after the settle delay ``policy`` decides whether and
+what to show. Buttons and body clicks go back through ``Router.call`` with opaque ids only.
+Every library call runs under a timeout; a failed library instance is discarded together
+with its bus connection (the library leaks one per failed send otherwise) and the server is
+retried at most every 300 s, when a new intent arrives.
+Spec: desktop-and-service.md §6; states.md §7.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+
+from signaltty.core import rules
+from signaltty.desktop import policy
+from signaltty.proto.envelope import SignalttyError
+
+if TYPE_CHECKING:
+    from signaltty.server.daemon import Daemon
+
+log = structlog.get_logger("signaltty.notify")
+
+CALL_TIMEOUT_S: Final = 3.0  # every call into the library (connect, capabilities, send, clear)
+MAX_UNPANED_LIVE: Final = 20  # pane-less notifications remembered for withdrawal at shutdown
+
+
+@dataclass(slots=True)
+class _Intent:
+    """A pane's pending alerts, newest per cause, delivered together after the settle."""
+
+    alerts: dict[str, rules.Alert]
+    due: float  # monotonic
+    handle: asyncio.TimerHandle | None = None
+
+
+@dataclass(slots=True)
+class _Live:
+    identifier: str
+    decision_id: str | None
+    cause: str
+    sent_at: float  # monotonic
+
+
+class Notifier:
+    """The desktop notification surface of one daemon.
+
+    Attributes:
+        available: whether the last contact with the notification server worked
+            (``server.status.notifications.available``).
+    """
+
+    def __init__(self, daemon: Daemon) -> None:
+        cfg = daemon.config.notifications
+        self.d = daemon
+        self.settings = policy.Settings(
+            mode=cfg.mode,
+            settle_s=cfg.settle_ms / 1000.0,
+            suppress_when_attached=cfg.suppress_when_attached,
+            sound=cfg.sound,
+        )
+        self.available = False
+        self.reason: str | None = None
+        self.sent = 0
+        self._dn: Any = None  # desktop_notifier.DesktopNotifier
+        self._actions = False
+        self._last_attempt: float | None = None
+        self._warned = False
+        self._intents: dict[str | None, _Intent] = {}
+        self._live: dict[str, _Live] = {}
+        self._unpaned: list[str] = []
+        self._last_sent: dict[tuple[str | None, str], float] = {}
+        self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """Hook into the store (alerts, state events) and probe the server in the background."""
+        self.d.store.alert_sinks.append(self.on_alert)
+        self.d.store.bus.observers.append(self._on_event)
+        self._spawn(self._probe())
+
+    async def _probe(self) -> None:
+        async with self._lock:
+            await self._ensure()
+
+    async def close(self) -> None:
+        """Withdraw every notification and drop the connection (shutdown; idempotent)."""
+        self._closed = True
+        with contextlib.suppress(ValueError):
+            self.d.store.alert_sinks.remove(self.on_alert)
+        with contextlib.suppress(ValueError):
+            self.d.store.bus.observers.remove(self._on_event)
+        for intent in self._intents.values():
+            if intent.handle is not None:
+                intent.handle.cancel()
+        self._intents.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._dn is not None:
+            ids = [live.identifier for live in self._live.values()] + self._unpaned
+            for identifier in ids:
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(1.0):
+                        await self._dn.clear(identifier)
+        self._live.clear()
+        self._unpaned.clear()
+        self._discard()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._reap)
+
+    def _reap(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("notify.task_failed", error=repr(task.exception()))
+
+    # ---------------------------------------------------------------- library
+
+    def _discard(self) -> None:
+        """Forget the library instance and close its bus connection."""
+        dn, self._dn = self._dn, None
+        bus = getattr(getattr(dn, "_backend", None), "bus", None)
+        if bus is not None:
+            with contextlib.suppress(Exception):
+                bus.disconnect()
+
+    def _unavailable(self, reason: str) -> None:
+        self._discard()
+        self._last_attempt = time.monotonic()  # next try ≥ 300 s from now (§6.3)
+        self.available = False
+        self.reason = reason
+        if not self._warned:
+            self._warned = True
+            log.warning("notify.unavailable", reason=f"desktop notifications unavailable: {reason}")
+
+    async def _ensure(self) -> bool:
+        """A working library instance (created on demand, retried at most every 300 s)."""
+        if self._dn is not None:
+            return True
+        now = time.monotonic()
+        if self._last_attempt is not None and now - self._last_attempt < policy.RETRY_S:
+            return False
+        self._last_attempt = now
+        try:
+            from desktop_notifier import Capability, DesktopNotifier
+
+            dn = DesktopNotifier(app_name="signaltty", app_icon=None)
+            self._dn = dn
+            async with asyncio.timeout(CALL_TIMEOUT_S):
+                if not await dn.request_authorisation():
+                    raise RuntimeError("authorization refused")
+                caps = await dn.get_capabilities()
+        except Exception as exc:  # noqa: BLE001 - no server is a normal condition
+            self._unavailable(_reason(exc))
+            return False
+        self._actions = Capability.BUTTONS in caps
+        self.available = True
+        self.reason = None
+        if self._warned:
+            log.info("notify.available")
+        self._warned = False
+        return True
+
+    # ---------------------------------------------------------------- intents
+
+    def on_alert(self, alert: rules.Alert) -> None:
+        """Alert sink: keep the newest alert per pane and cause, and arm the settle timer.
+
+        A repeat of a pending alert (same cause and decision) only replaces its content and
+        keeps the due time, so a continuous stream still notifies; a new cause or decision
+        re-arms the timer (states.md §7; desktop-and-service.md §6.1 filter 1).
+        """
+        if self._closed or not policy.mode_allows(self.settings.mode, alert.cause):
+            return
+        old = self._intents.get(alert.pane_id)
+        prev = old.alerts.get(alert.cause) if old is not None else None
+        if old is not None:
+            old.alerts[alert.cause] = alert
+            if prev is not None and policy.same_intent(
+                prev.cause, prev.decision_id, alert.cause, alert.decision_id
+            ):
+                return
+        loop = asyncio.get_running_loop()
+        now = time.monotonic()
+        delay = policy.send_delay(
+            self.settings,
+            now=now,
+            last_sent_same_cause=self._last_sent.get((alert.pane_id, alert.cause)),
+        )
+        if old is not None and old.handle is not None:
+            old.handle.cancel()
+        intent = old if old is not None else _Intent({alert.cause: alert}, now)
+        intent.due = now + delay
+        intent.handle = loop.call_later(delay, self._fire, alert.pane_id, intent)
+        self._intents[alert.pane_id] = intent
+
+    def _fire(self, key: str | None, intent: _Intent) -> None:
+        if self._intents.get(key) is intent:
+            del self._intents[key]
+            self._spawn(self._deliver(list(intent.alerts.values())))
+
+    def _view(self, pane_id: str | None) -> policy.PaneView | None:
+        if pane_id is None:
+            return None
+        pane = self.d.store.panes.get(pane_id)
+        if pane is None:
+            return None
+        ws = self.d.store.workspaces.get(pane.workspace_id)
+        rt = self.d.runtimes.get(pane_id)
+        dec = pane.pending_decision
+        return policy.PaneView(
+            pane_id=pane.id,
+            name=policy.pane_name(pane.label, ws.name if ws is not None else None, pane.title),
+            display_name=pane.agent.display_name or "Terminal",
+            attention=pane.attention.value,
+            attached=bool(rt is not None and rt.viewers),
+            last_message=pane.last_message,
+            exit_code=pane.exit_code,
+            decision=policy.DecisionView(
+                id=dec.id,
+                answerable=dec.answerable and _answerable_by_button(dec),
+                tool_name=dec.tool_name,
+                preview=dec.prompt or None,
+            )
+            if dec is not None
+            else None,
+        )
+
+    async def _deliver(self, alerts: list[rules.Alert]) -> None:
+        """Show the most urgent of a pane's pending alerts that is still wanted."""
+        async with self._lock:
+            chosen: rules.Alert | None = None
+            for cause in policy.by_priority([a.cause for a in alerts]):
+                alert = next(a for a in alerts if a.cause == cause)
+                view = self._view(alert.pane_id)
+                reason = policy.drop_reason(
+                    alert.cause, alert.decision_id, view, alert.pane_id is not None, self.settings
+                )
+                if reason is None:
+                    chosen = alert
+                    break
+                log.debug("notify.dropped", pane_id=alert.pane_id, cause=alert.cause, reason=reason)
+            if chosen is None:
+                return
+            alert = chosen
+            if not await self._ensure():
+                return
+            content = policy.render(
+                alert.cause, alert.title, alert.body, view, self.settings, actions=self._actions
+            )
+            await self._show(content)
+
+    async def _show(self, content: policy.Content) -> None:
+        from desktop_notifier import DEFAULT_SOUND, Button, Notification, Urgency
+
+        if content.pane_id is not None:
+            await self._withdraw(content.pane_id)
+        pane_id, decision_id = content.pane_id, content.decision_id
+        buttons: tuple[Any, ...] = ()
+        if content.buttons and pane_id is not None and decision_id is not None:
+            buttons = (
+                Button(
+                    "Allow once",
+                    on_pressed=lambda: self._spawn(self._answer(pane_id, decision_id, "allow")),
+                ),
+                Button(
+                    "Deny",
+                    on_pressed=lambda: self._spawn(self._answer(pane_id, decision_id, "deny")),
+                ),
+            )
+        dispatched = False
+
+        def on_dispatched() -> None:
+            nonlocal dispatched
+            dispatched = True
+
+        note = Notification(
+            title=content.title,
+            message=content.body,
+            urgency={"critical": Urgency.Critical, "low": Urgency.Low}.get(
+                content.urgency, Urgency.Normal
+            ),
+            buttons=buttons,
+            on_dispatched=on_dispatched,
+            on_clicked=(lambda: self._spawn(self._clicked(pane_id)))
+            if pane_id is not None
+            else None,
+            sound=DEFAULT_SOUND if content.sound else None,
+            timeout=0
+            if not content.expires
+            else (policy.STALE_EXPIRY_S if content.cause == "stale" else -1),
+        )
+        try:
+            async with asyncio.timeout(CALL_TIMEOUT_S):
+                await self._dn.send_notification(note)
+        except Exception as exc:  # noqa: BLE001
+            self._unavailable(_reason(exc))
+            return
+        if not dispatched:  # the library logs and swallows send failures
+            self._unavailable("the notification server did not accept the notification")
+            return
+        self.sent += 1
+        now = time.monotonic()
+        self._last_sent[(pane_id, content.cause)] = now
+        if pane_id is not None:
+            self._live[pane_id] = _Live(note.identifier, decision_id, content.cause, now)
+        else:
+            self._unpaned = [*self._unpaned[-(MAX_UNPANED_LIVE - 1) :], note.identifier]
+
+    async def _withdraw(self, pane_id: str) -> None:
+        live = self._live.pop(pane_id, None)
+        if live is None or self._dn is None:
+            return
+        try:
+            async with asyncio.timeout(CALL_TIMEOUT_S):
+                await self._dn.clear(live.identifier)
+        except KeyError:
+            pass  # the server already closed it (expired or dismissed): nothing to withdraw
+        except Exception as exc:  # noqa: BLE001
+            self._unavailable(_reason(exc))
+
+    def _on_event(self, seq: int, name: str, payload: dict[str, Any]) -> None:
+        """Bus observer: withdraw a pane's live notification (§6.3 "Withdrawal")."""
+        if not self._live or name not in (
+            "attention.cleared",
+            "pane.closed",
+            "decision.answered",
+            "decision.cleared",
+        ):
+            return
+        for pane_id, live in list(self._live.items()):
+            if policy.withdraws(name, payload, pane_id, live.decision_id):
+                self._spawn(self._withdraw_locked(pane_id))
+
+    async def _withdraw_locked(self, pane_id: str) -> None:
+        async with self._lock:
+            await self._withdraw(pane_id)
+
+    # ---------------------------------------------------------------- actions
+
+    async def _answer(self, pane_id: str, decision_id: str, verdict: str) -> None:
+        """A button: ``decision.answer`` through the router (every check applies)."""
+        self._live.pop(pane_id, None)  # the server closes a notification whose action ran
+        try:
+            await self.d.router.call(
+                None, "decision.answer", {"decision_id": decision_id, "verdict": verdict}
+            )
+        except SignalttyError as exc:
+            log.info("notify.answer_rejected", pane_id=pane_id, code=exc.code)
+            if exc.code == "NO_SUCH_DECISION":
+                view = self._view(pane_id)
+                name = view.name if view is not None else pane_id
+                async with self._lock:
+                    if await self._ensure():
+                        await self._show(policy.stale_content(name, None))
+            return
+        log.info("notify.answered", pane_id=pane_id, verdict=verdict)
+
+    async def _clicked(self, pane_id: str) -> None:
+        """Body click: ``pane.mark_seen`` unless a decision is pending."""
+        self._live.pop(pane_id, None)
+        pane = self.d.store.panes.get(pane_id)
+        if pane is None or pane.pending_decision is not None:
+            return
+        with contextlib.suppress(SignalttyError):
+            await self.d.router.call(None, "pane.mark_seen", {"pane_id": pane_id})
+
+
+def _answerable_by_button(dec: Any) -> bool:
+    """Native decisions, or options that map to allow and deny (§6.2 "buttons")."""
+    if dec.native:
+        return True
+    from signaltty.server.hooks import ALLOW_IDS, DENY_IDS
+
+    ids = {str(o.get("id", "")).lower() for o in dec.options}
+    return bool(ids & set(ALLOW_IDS)) and bool(ids & set(DENY_IDS))
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "the notification server did not answer"
+    return f"{type(exc).__name__}: {exc}"[:200]

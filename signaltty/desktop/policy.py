@@ -1,0 +1,335 @@
+"""Desktop notification policy: which alerts notify, when, and with what content (pure).
+
+No I/O, no clock: callers pass records and times in and get decisions back.
+Spec: desktop-and-service.md §6.1 (modes, settle, attached viewer), §6.2 (content),
+§6.3 (one live notification per pane, withdrawal); states.md §7 (alerts, 2 s coalescing).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+from signaltty.core.sanitize import sanitize_text
+
+MODES: Final = ("quiet", "normal", "all")
+
+# desktop-and-service.md §6.1 table: cause → modes that notify it.
+_MODE_TABLE: Final[dict[str, frozenset[str]]] = {
+    "permission": frozenset(MODES),
+    "input": frozenset(MODES),
+    "error": frozenset(MODES),
+    "idle_prompt": frozenset({"all"}),
+    "warning": frozenset({"normal", "all"}),
+    "turn_done": frozenset({"normal", "all"}),
+    "message": frozenset({"normal", "all"}),
+    "session_end": frozenset({"all"}),
+    "bell": frozenset({"all"}),
+    "exit": frozenset({"all"}),
+}
+
+# Which pending alert of a pane wins when several are due together (most urgent first).
+CAUSE_PRIORITY: Final = (
+    "permission",
+    "input",
+    "error",
+    "idle_prompt",
+    "warning",
+    "turn_done",
+    "message",
+    "session_end",
+    "exit",
+    "bell",
+)
+
+# Causes that still notify while an interactive viewer is attached (§6.1 filter 2).
+_ATTACHED_OK: Final = frozenset({"permission", "input", "idle_prompt", "error"})
+
+_URGENCY: Final[dict[str, str]] = {
+    "permission": "critical",
+    "bell": "low",
+    "exit": "low",
+    "session_end": "low",
+}
+
+COALESCE_S: Final = 2.0  # states.md §7: same pane and cause within 2 s coalesce
+RETRY_S: Final = 300.0  # §6.3: retry an unavailable notification server at most every 300 s
+STALE_EXPIRY_S: Final = 5  # §6.3: "request no longer pending" notification lifetime
+MAX_NAME: Final = 80  # §6.2: pane name ≤ 80 chars
+MAX_PREVIEW: Final = 160  # §6.2: tool_input preview ≤ 160 chars
+MAX_BODY: Final = 300  # §6.2: other bodies ≤ 300 chars
+
+READ_ONLY_SUFFIX: Final = "(answer in the terminal)"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The ``[notifications]`` config section, as the policy needs it."""
+
+    mode: str = "normal"
+    settle_s: float = 1.0
+    suppress_when_attached: bool = True
+    sound: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionView:
+    """The pane's pending decision, reduced to what a notification shows."""
+
+    id: str
+    answerable: bool
+    tool_name: str | None = None
+    preview: str | None = None  # prompt or compact tool_input
+
+
+@dataclass(frozen=True, slots=True)
+class PaneView:
+    """A pane as the policy sees it (built by the notifier from the store)."""
+
+    pane_id: str
+    name: str
+    display_name: str
+    attention: str
+    attached: bool = False
+    last_message: str | None = None
+    exit_code: int | None = None
+    decision: DecisionView | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Content:
+    """One desktop notification to send (§6.2)."""
+
+    pane_id: str | None
+    cause: str
+    title: str
+    body: str
+    urgency: str  # critical | normal | low
+    expires: bool  # False: never expires (permission)
+    buttons: bool  # "Allow once" / "Deny"
+    decision_id: str | None
+    sound: bool
+
+
+def mode_allows(mode: str, cause: str) -> bool:
+    """Whether ``cause`` notifies in ``mode`` (§6.1 table; unknown causes never notify)."""
+    return mode in _MODE_TABLE.get(cause, frozenset())
+
+
+def send_delay(settings: Settings, *, now: float, last_sent_same_cause: float | None) -> float:
+    """Seconds to wait before an intent is re-checked and sent.
+
+    Args:
+        settings: notification settings (settle delay).
+        now: monotonic seconds of the alert.
+        last_sent_same_cause: monotonic seconds of the last notification sent for the same
+            pane and cause, or ``None``.
+
+    Returns:
+        ``max(settle, time left in the 2 s coalescing window)``, never negative.
+    Spec: desktop-and-service.md §6.1 filter 1; states.md §7.
+    """
+    delay = settings.settle_s
+    if last_sent_same_cause is not None:
+        delay = max(delay, COALESCE_S - (now - last_sent_same_cause))
+    return max(0.0, delay)
+
+
+def by_priority(causes: list[str]) -> list[str]:
+    """``causes`` most urgent first (unknown causes last, in their order).
+
+    Spec: desktop-and-service.md §6.3 (one live notification per pane: the most urgent).
+    """
+    rank = {c: i for i, c in enumerate(CAUSE_PRIORITY)}
+    return sorted(dict.fromkeys(causes), key=lambda c: rank.get(c, len(rank)))
+
+
+def same_intent(old_cause: str, old_decision: str | None, cause: str, decision: str | None) -> bool:
+    """Whether a new alert only updates the pending intent of its pane (latest wins, due
+    time kept) rather than starting a new settle delay (a new cause or decision does).
+
+    Spec: states.md §7 (coalescing); desktop-and-service.md §6.1 filter 1 (settle).
+    """
+    return old_cause == cause and old_decision == decision
+
+
+def drop_reason(
+    cause: str, decision_id: str | None, pane: PaneView | None, had_pane: bool, settings: Settings
+) -> str | None:
+    """Re-check an intent after the settle delay.
+
+    Args:
+        cause: alert cause.
+        decision_id: decision the alert was raised for, if any.
+        pane: the pane now (``None`` when closed or the alert had no pane).
+        had_pane: whether the alert named a pane.
+        settings: notification settings.
+
+    Returns:
+        ``None`` to send, else the reason to drop (``pane_closed``, ``attention_cleared``,
+        ``decision_resolved``, ``attached``, ``mode``).
+    Spec: desktop-and-service.md §6.1.
+    """
+    if not mode_allows(settings.mode, cause):
+        return "mode"
+    if not had_pane:
+        return None
+    if pane is None:
+        return "pane_closed"
+    if pane.attention == "none":
+        return "attention_cleared"
+    if decision_id is not None and (pane.decision is None or pane.decision.id != decision_id):
+        return "decision_resolved"
+    if settings.suppress_when_attached and pane.attached and cause not in _ATTACHED_OK:
+        return "attached"
+    return None
+
+
+def pane_name(label: str | None, workspace_name: str | None, title: str) -> str:
+    """Pane label, else ``<workspace name>/<pane title>``, at most 80 chars (§6.2)."""
+    raw = label if label else f"{workspace_name}/{title}" if workspace_name else title
+    return _clip(raw, MAX_NAME)
+
+
+def compact_preview(tool_input: Any) -> str:
+    """A one-line compact preview of ``tool_input`` (≤ 160 chars, sanitized; §6.2)."""
+    if isinstance(tool_input, dict) and len(tool_input) == 1:
+        (value,) = tool_input.values()
+        if isinstance(value, str):
+            tool_input = value
+    text = (
+        tool_input if isinstance(tool_input, str) else json.dumps(tool_input, separators=(",", ":"))
+    )
+    return _clip(" ".join(text.split()), MAX_PREVIEW)
+
+
+def render(
+    cause: str,
+    title: str | None,
+    body: str | None,
+    pane: PaneView | None,
+    settings: Settings,
+    *,
+    actions: bool,
+) -> Content:
+    """Build the notification for an alert that passed the filters.
+
+    Args:
+        cause: alert cause (§6.1 table).
+        title: alert title (notification title), if any.
+        body: alert body, if any.
+        pane: the pane (``None`` for an alert without a pane).
+        settings: notification settings (sound).
+        actions: whether the server supports action buttons.
+
+    Returns:
+        Content with title, body, urgency, expiry and buttons per §6.2/§6.3.
+    Spec: desktop-and-service.md §6.2, §6.3 (no actions capability).
+    """
+    display = pane.display_name if pane is not None else "signaltty"
+    phrase = _phrase(cause, title, display, pane)
+    if pane is None:
+        full_title = _clip(title or phrase, 200)
+    else:
+        full_title = f"{pane.name} · {phrase}"
+    decision = pane.decision if pane is not None else None
+    buttons = False
+    decision_id = None
+    if cause == "permission" and pane is not None:
+        tool = decision.tool_name if decision is not None and decision.tool_name else display
+        text = f"Allow {tool}?"
+        if decision is not None and decision.preview:
+            text += "\n" + _clip(" ".join(decision.preview.split()), MAX_PREVIEW)
+        if decision is not None:
+            decision_id = decision.id
+            if not decision.answerable:
+                text += f"\n{READ_ONLY_SUFFIX}"
+            elif actions:
+                buttons = True
+            else:
+                text += f"\n(answer: signaltty permission answer {pane.pane_id} allow|deny)"
+        out_body = text
+    else:
+        chosen = body if body else (pane.last_message if pane is not None else None)
+        out_body = _clip(chosen or "", MAX_BODY)
+    return Content(
+        pane_id=pane.pane_id if pane is not None else None,
+        cause=cause,
+        title=sanitize_text(full_title, 400) or "signaltty",
+        body=sanitize_text(out_body, 1000, multiline=True),
+        urgency=_URGENCY.get(cause, "normal"),
+        expires=cause != "permission",
+        buttons=buttons,
+        decision_id=decision_id,
+        sound=settings.sound,
+    )
+
+
+def stale_content(pane_name_text: str, pane_id: str | None) -> Content:
+    """The 5-second "request no longer pending" notification (§6.3)."""
+    return Content(
+        pane_id=pane_id,
+        cause="stale",
+        title=f"{pane_name_text} · request no longer pending",
+        body="",
+        urgency="normal",
+        expires=True,
+        buttons=False,
+        decision_id=None,
+        sound=False,
+    )
+
+
+def withdraws(name: str, payload: dict[str, Any], pane_id: str, decision_id: str | None) -> bool:
+    """Whether the state event ``name`` withdraws the live notification of ``pane_id``.
+
+    Args:
+        name: event name.
+        payload: event payload.
+        pane_id: pane of the live notification.
+        decision_id: decision the live notification shows, if any.
+
+    Returns:
+        True on ``attention.cleared`` and ``pane.closed`` for the pane, and on
+        ``decision.answered``/``decision.cleared`` of the shown decision.
+    Spec: desktop-and-service.md §6.3 "Withdrawal".
+    """
+    event_pane = payload.get("pane_id")
+    if event_pane is None and isinstance(payload.get("pane"), dict):
+        event_pane = payload["pane"].get("id")
+    if name in ("attention.cleared", "pane.closed"):
+        return event_pane == pane_id
+    if name in ("decision.answered", "decision.cleared"):
+        did = payload.get("decision_id")
+        if did is None and isinstance(payload.get("decision"), dict):
+            did = payload["decision"].get("id")
+        return decision_id is not None and did == decision_id
+    return False
+
+
+def _phrase(cause: str, title: str | None, display: str, pane: PaneView | None) -> str:
+    match cause:
+        case "permission":
+            return f"{display} needs approval"
+        case "input" | "idle_prompt":
+            return f"{display} needs input"
+        case "error":
+            return title or f"{display} failed"
+        case "warning" | "message":
+            return title or display
+        case "turn_done":
+            return f"{display} finished"
+        case "session_end":
+            return "session ended"
+        case "bell":
+            return "bell"
+        case "exit":
+            code = pane.exit_code if pane is not None else None
+            return f"exited (code {code})" if code is not None else "exited"
+        case _:
+            return title or display
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

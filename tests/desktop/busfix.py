@@ -1,0 +1,264 @@
+"""Test doubles on a real bus: a private ``dbus-daemon`` and a notification server.
+
+``PrivateBus`` runs ``dbus-daemon --nofork --print-address`` with a minimal session config
+in a temp dir. ``NotificationServer`` is a small jeepney service owning
+``org.freedesktop.Notifications`` on that bus (Notify, CloseNotification, GetCapabilities,
+GetServerInformation, Introspect) that records what it was sent and can "press" a button
+by emitting ``ActionInvoked`` + ``NotificationClosed``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from jeepney import (
+    DBusAddress,
+    HeaderFields,
+    MessageType,
+    new_error,
+    new_method_call,
+    new_method_return,
+    new_signal,
+)
+from jeepney.io.blocking import open_dbus_connection
+
+_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+NOTIF_PATH = "/org/freedesktop/Notifications"
+NOTIF_NAME = "org.freedesktop.Notifications"
+
+_NOTIF_XML = """<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+<node>
+  <interface name="org.freedesktop.Notifications">
+    <method name="Notify">
+      <arg name="app_name" type="s" direction="in"/><arg name="replaces_id" type="u" direction="in"/>
+      <arg name="app_icon" type="s" direction="in"/><arg name="summary" type="s" direction="in"/>
+      <arg name="body" type="s" direction="in"/><arg name="actions" type="as" direction="in"/>
+      <arg name="hints" type="a{sv}" direction="in"/><arg name="expire_timeout" type="i" direction="in"/>
+      <arg name="id" type="u" direction="out"/>
+    </method>
+    <method name="CloseNotification"><arg name="id" type="u" direction="in"/></method>
+    <method name="GetCapabilities"><arg name="capabilities" type="as" direction="out"/></method>
+    <method name="GetServerInformation">
+      <arg name="name" type="s" direction="out"/><arg name="vendor" type="s" direction="out"/>
+      <arg name="version" type="s" direction="out"/><arg name="spec_version" type="s" direction="out"/>
+    </method>
+    <signal name="NotificationClosed"><arg name="id" type="u"/><arg name="reason" type="u"/></signal>
+    <signal name="ActionInvoked"><arg name="id" type="u"/><arg name="action_key" type="s"/></signal>
+  </interface>
+  <interface name="org.freedesktop.DBus.Introspectable">
+    <method name="Introspect"><arg name="data" type="s" direction="out"/></method>
+  </interface>
+</node>
+"""
+
+
+def have_dbus() -> bool:
+    return shutil.which("dbus-daemon") is not None
+
+
+class PrivateBus:
+    """A ``dbus-daemon`` on a socket in a temp dir (reachable by every local uid)."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="stbus-", dir="/tmp"))
+        os.chmod(self.dir, 0o755)
+        self.socket = self.dir / "bus"
+        config = self.dir / "bus.conf"
+        config.write_text(_CONFIG.format(socket=self.socket))
+        self.proc = subprocess.Popen(
+            ["dbus-daemon", "--nofork", "--print-address", f"--config-file={config}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.address = self.proc.stdout.readline().strip()
+        if not self.address:
+            raise RuntimeError("dbus-daemon did not start")
+
+    def env(self) -> dict[str, str]:
+        return {"DBUS_SESSION_BUS_ADDRESS": self.address}
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class NotificationServer:
+    """A scriptable ``org.freedesktop.Notifications`` on a bus, in a thread.
+
+    Attributes:
+        shown: id → {"summary", "body", "actions", "hints", "timeout", "app"} of open ones.
+        log: every (member, args) received, in order.
+        mode: "ok"; "hang" (Notify is never answered); "no-actions" (no actions capability).
+    """
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.shown: dict[int, dict[str, Any]] = {}
+        self.last_seen: dict[int, dict[str, Any]] = {}
+        self.log: list[tuple[str, tuple[Any, ...]]] = []
+        self.received_at: list[tuple[str, float]] = []  # (member, monotonic) per call
+        self.mode = "ok"
+        self.close_delay = 0.0  # seconds before CloseNotification is carried out and answered
+        self._next = 1
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self.conn = open_dbus_connection(bus=address)
+        reply = self.conn.send_and_get_reply(
+            new_method_call(
+                DBusAddress(
+                    "/org/freedesktop/DBus",
+                    bus_name="org.freedesktop.DBus",
+                    interface="org.freedesktop.DBus",
+                ),
+                "RequestName",
+                "su",
+                (NOTIF_NAME, 4),
+            ),
+            timeout=5,
+        )
+        assert reply.body[0] == 1, reply.body
+        self._stop = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def reset(self, mode: str = "ok") -> None:
+        with self._lock:
+            self.shown.clear()
+            self.log.clear()
+            self.received_at.clear()
+            self.mode = mode
+            self.close_delay = 0.0
+
+    def calls(self, member: str) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return [args for m, args in self.log if m == member]
+
+    def _send(self, msg: Any) -> None:
+        with self._send_lock:
+            self.conn.send(msg)
+
+    def _serve(self) -> None:
+        while not self._stop:
+            try:
+                msg = self.conn.receive(timeout=0.2)
+            except TimeoutError:
+                continue
+            except Exception:  # noqa: BLE001 - connection closed at teardown
+                return
+            if msg.header.message_type != MessageType.method_call:
+                continue
+            member = msg.header.fields.get(HeaderFields.member)
+            with self._lock:
+                self.log.append((member, tuple(msg.body)))
+                self.received_at.append((member, time.monotonic()))
+                mode = self.mode
+            if member == "Notify":
+                if mode == "hang":
+                    continue
+                app, _replaces, _icon, summary, body, actions, hints, timeout = msg.body
+                with self._lock:
+                    nid = self._next
+                    self._next += 1
+                    self.shown[nid] = {
+                        "app": app,
+                        "summary": summary,
+                        "body": body,
+                        "actions": list(actions),
+                        "hints": hints,
+                        "timeout": timeout,
+                    }
+                    self.last_seen[nid] = self.shown[nid]
+                self._send(new_method_return(msg, "u", (nid,)))
+            elif member == "CloseNotification":
+                if self.close_delay:
+                    threading.Timer(self.close_delay, self._close, (msg,)).start()
+                else:
+                    self._close(msg)
+            elif member == "GetCapabilities":
+                caps = ["body"] if mode == "no-actions" else ["actions", "body", "persistence"]
+                self._send(new_method_return(msg, "as", (caps,)))
+            elif member == "GetServerInformation":
+                self._send(
+                    new_method_return(
+                        msg, "ssss", ("fake-notifyd", "signaltty-tests", "1.0", "1.2")
+                    )
+                )
+            elif member == "Introspect":
+                self._send(new_method_return(msg, "s", (_NOTIF_XML,)))
+            else:
+                self._send(
+                    new_error(msg, "org.freedesktop.DBus.Error.UnknownMethod", "s", (str(member),))
+                )
+
+    def _close(self, msg: Any) -> None:
+        (nid,) = msg.body
+        with self._lock:
+            existed = self.shown.pop(nid, None) is not None
+        self._send(new_method_return(msg))
+        if existed:
+            self._signal("NotificationClosed", "uu", (nid, 3))
+
+    def _signal(self, member: str, sig: str, body: tuple[Any, ...]) -> None:
+        addr = DBusAddress(NOTIF_PATH, interface=NOTIF_NAME)
+        self._send(new_signal(addr, member, sig, body))
+
+    def wait_shown(self, pred: Any = None, timeout: float = 10.0) -> tuple[int, dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                for nid, info in self.shown.items():
+                    if pred is None or pred(info):
+                        return nid, dict(info)
+            time.sleep(0.02)
+        raise AssertionError(f"no notification shown; log={self.log!r}")
+
+    def press(self, nid: int, label: str) -> None:
+        """Press the button labelled ``label`` (or "default" for a body click)."""
+        with self._lock:
+            info = self.shown.pop(nid, None) or self.last_seen[nid]
+        actions = info["actions"]
+        pairs = dict(zip(actions[1::2], actions[0::2]))  # label → key
+        key = "default" if label == "default" else pairs[label]
+        self._signal("ActionInvoked", "us", (nid, key))
+        self._signal("NotificationClosed", "uu", (nid, 2))
+
+    def expire(self, nid: int) -> None:
+        """Close ``nid`` on the server's side (expired), as a real server does."""
+        with self._lock:
+            self.shown.pop(nid, None)
+        self._signal("NotificationClosed", "uu", (nid, 1))
+
+    def close(self) -> None:
+        self._stop = True
+        self.thread.join(2)
+        self.conn.close()

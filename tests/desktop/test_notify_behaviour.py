@@ -1,0 +1,245 @@
+"""Notifier behaviour on a real bus: degradation (no server, hanging server, no actions,
+no bus), floods, clicks, stale answers, shutdown withdrawal and bus reconnection
+(desktop-and-service.md §6.3, §7; issue #6 "Bad input")."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+
+from jeepney import message_bus, new_method_call
+from jeepney.io.blocking import open_dbus_connection
+
+from tests.conftest import wait_until
+from tests.desktop.busfix import PrivateBus
+from tests.desktop.conftest import desktop_daemon
+from tests.server.test_hooks_e2e import _permission_agent
+
+NAME = "dev.signaltty.Signaltty"
+
+
+def bus_call(address: str, member: str, sig: str = "", body: tuple = ()):
+    with open_dbus_connection(bus=address) as conn:
+        return conn.send_and_get_reply(
+            new_method_call(message_bus, member, sig or None, body), timeout=5
+        ).body
+
+
+def connections_of(address: str, pid: int) -> int:
+    names = [n for n in bus_call(address, "ListNames")[0] if n.startswith(":")]
+    count = 0
+    for n in names:
+        with contextlib.suppress(Exception):  # the name went away meanwhile
+            if bus_call(address, "GetConnectionUnixProcessID", "s", (n,))[0] == pid:
+                count += 1
+    return count
+
+
+def spawn(d, argv: list[str]) -> dict:
+    ws = d.call("workspace.create", {"name": "n"})["workspace"]
+    return d.call("pane.spawn", {"workspace_id": ws["id"], "argv": argv})["pane"]
+
+
+def test_no_notification_server_degrades(tmp_root):
+    bus = PrivateBus()  # a bus without org.freedesktop.Notifications
+    d = desktop_daemon(tmp_root, bus, config="[notifications]\nsettle_ms = 100\n")
+    try:
+        st = wait_until(lambda: (s := d.call("server.status"))["dbus"]["name_owned"] and s)
+        assert st["notifications"]["available"] is False
+        pane = spawn(d, ["sleep", "30"])
+        for _ in range(3):
+            d.call("notify", {"pane_id": pane["id"], "title": "x", "severity": "error"})
+        time.sleep(0.5)
+        assert d.call("server.status")["notifications"]["available"] is False
+        assert (
+            connections_of(bus.address, d.proc.pid) == 1
+        )  # only the D-Bus service: nothing leaked
+        log = (d.state_dir / "signaltty.log").read_text()
+        assert log.count("desktop notifications unavailable") == 1
+    finally:
+        d.stop()
+        bus.stop()
+
+
+def test_no_session_bus_at_all(tmp_root):
+    d = desktop_daemon(
+        tmp_root, PrivateBusStub(), DBUS_SESSION_BUS_ADDRESS=f"unix:path={tmp_root}/nobus"
+    )
+    try:
+        time.sleep(0.5)
+        st = d.call("server.status")
+        assert st["dbus"]["name_owned"] is False and st["notifications"]["available"] is False
+        spawn(d, ["true"])
+    finally:
+        assert d.stop() == 0
+
+
+class PrivateBusStub:
+    def env(self) -> dict[str, str]:
+        return {}
+
+
+def test_hanging_server_times_out_and_daemon_stays_responsive(tmp_root, bus, notif_server):
+    notif_server.reset("hang")
+    d = desktop_daemon(tmp_root, bus, config="[notifications]\nsettle_ms = 0\n")
+    try:
+        wait_until(lambda: d.call("server.status")["dbus"]["name_owned"])
+        pane = spawn(d, ["sleep", "30"])
+        d.call("notify", {"pane_id": pane["id"], "title": "hang", "severity": "error"})
+        wait_until(lambda: notif_server.calls("Notify"))
+        t0 = time.monotonic()
+        for _ in range(20):
+            d.call("server.status")
+        assert time.monotonic() - t0 < 2
+        wait_until(
+            lambda: d.call("server.status")["notifications"]["available"] is False, timeout=10
+        )
+        assert connections_of(bus.address, d.proc.pid) == 1
+    finally:
+        d.stop()
+        notif_server.reset()
+
+
+def test_no_actions_capability(tmp_root, bus, notif_server):
+    notif_server.reset("no-actions")
+    d = desktop_daemon(tmp_root, bus)
+    try:
+        a, _ = _permission_agent(d, tmp_root)
+        _, info = notif_server.wait_shown(lambda i: "needs approval" in i["summary"])
+        assert info["actions"][1::2] in ([], [""])  # no buttons (a body-click action at most)
+        assert info["body"].endswith(f"(answer: signaltty permission answer {a.id} allow|deny)")
+    finally:
+        d.stop()
+        notif_server.reset()
+
+
+def test_flood_of_alerts_is_coalesced(tmp_root, bus, notif_server):
+    notif_server.reset()
+    d = desktop_daemon(tmp_root, bus, config='[notifications]\nmode = "all"\nsettle_ms = 200\n')
+    try:
+        wait_until(lambda: d.call("server.status")["notifications"]["available"])
+        code = "import sys\nfor i in range(10000): sys.stdout.write(f'\\x1b]777;notify;T{i};b\\x1b\\\\')\nsys.stdout.flush()\nimport time; time.sleep(30)"
+        pane = spawn(d, [sys.executable, "-c", code])
+        wait_until(
+            lambda: (
+                d.call("pane.get", {"pane_id": pane["id"]})["pane"]["last_message"] == "T9999: b"
+            ),
+            timeout=30,
+        )
+        time.sleep(2.5)  # the last intent is due ≤ 2 s after the previous notification
+        shown = notif_server.calls("Notify")
+        assert 1 <= len(shown) <= 5, len(shown)
+        assert shown[-1][3].endswith("· T9999")  # latest wins
+    finally:
+        d.stop()
+
+
+def test_body_click_marks_seen_and_stale_button(tmp_root, bus, notif_server):
+    notif_server.reset()
+    d = desktop_daemon(tmp_root, bus, config="[notifications]\nsettle_ms = 100\n")
+    try:
+        wait_until(lambda: d.call("server.status")["notifications"]["available"])
+        pane = spawn(d, ["sleep", "30"])
+        d.call("notify", {"pane_id": pane["id"], "title": "Build", "body": "done"})
+        nid, info = notif_server.wait_shown(lambda i: i["summary"].endswith("· Build"))
+        assert info["body"] == "done"
+        notif_server.press(nid, "default")
+        wait_until(
+            lambda: d.call("pane.get", {"pane_id": pane["id"]})["pane"]["attention"] == "none"
+        )
+        # a button pressed after the request was answered elsewhere
+        a, _ = _permission_agent(d, tmp_root)
+        nid, info = notif_server.wait_shown(lambda i: "needs approval" in i["summary"])
+        notif_server.close_delay = 1.0  # the press races the withdrawal
+        assert d.cli("permission", "answer", a.id, "deny").returncode == 0
+        wait_until(lambda: any(args == (nid,) for args in notif_server.calls("CloseNotification")))
+        notif_server.press(nid, "Allow once")
+        notif_server.wait_shown(lambda i: i["summary"].endswith("request no longer pending"))
+        assert a.wait_entries(3)[2]["stdout"].count('"deny"') == 1
+    finally:
+        d.stop()
+
+
+def test_shutdown_withdraws_and_releases_name(tmp_root, bus, notif_server):
+    notif_server.reset()
+    d = desktop_daemon(tmp_root, bus, config="[notifications]\nsettle_ms = 100\n")
+    wait_until(lambda: d.call("server.status")["notifications"]["available"])
+    pane = spawn(d, ["sleep", "30"])
+    d.call("notify", {"pane_id": pane["id"], "title": "Stay", "severity": "error"})
+    nid, _ = notif_server.wait_shown()
+    assert bus_call(bus.address, "NameHasOwner", "s", (NAME,)) == (True,)
+    assert d.stop() == 0
+    assert nid not in notif_server.shown
+    assert any(args == (nid,) for args in notif_server.calls("CloseNotification"))
+    assert bus_call(bus.address, "NameHasOwner", "s", (NAME,)) == (False,)
+
+
+def test_disabled_by_environment(daemon, bus):
+    # the default test daemon runs with SIGNALTTY_DBUS=0 and SIGNALTTY_NOTIFY=0
+    st = daemon.call("server.status")
+    assert st["dbus"] == {"enabled": False, "name_owned": False}
+    assert st["notifications"]["enabled"] is False and st["notifications"]["available"] is False
+
+
+def test_bus_restart_reconnects_and_requests_the_name_again(tmp_root):
+    bus = PrivateBus()
+    d = desktop_daemon(tmp_root, bus, SIGNALTTY_NOTIFY="0")
+    try:
+        wait_until(lambda: d.call("server.status")["dbus"]["name_owned"])
+        bus.proc.terminate()
+        bus.proc.wait(5)
+        wait_until(lambda: not d.call("server.status")["dbus"]["name_owned"])
+        bus.socket.unlink(missing_ok=True)
+        bus.proc = subprocess.Popen(
+            ["dbus-daemon", "--nofork", f"--config-file={bus.dir / 'bus.conf'}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(lambda: bus.socket.exists())
+        wait_until(lambda: d.call("server.status")["dbus"]["name_owned"], timeout=20)
+        assert bus_call(bus.address, "NameHasOwner", "s", (NAME,)) == (True,)
+    finally:
+        d.stop()
+        bus.stop()
+
+
+def test_name_owned_by_another_process(tmp_root, bus, notif_server):
+    notif_server.reset()
+    with open_dbus_connection(bus=bus.address) as other:
+        reply = other.send_and_get_reply(
+            new_method_call(message_bus, "RequestName", "su", (NAME, 4)), timeout=5
+        )
+        assert reply.body == (1,)
+        d = desktop_daemon(tmp_root, bus, SIGNALTTY_NOTIFY="0")
+        try:
+            time.sleep(1.0)
+            st = d.call("server.status")
+            assert st["dbus"] == {"enabled": True, "name_owned": False}
+            spawn(d, ["true"])
+            log = (d.state_dir / "signaltty.log").read_text()
+            assert log.count("dbus.name_taken") == 1
+        finally:
+            assert d.stop() == 0
+
+
+def test_expired_notification_then_clear_and_replace(tmp_root, bus, notif_server):
+    notif_server.reset()
+    d = desktop_daemon(tmp_root, bus, config="[notifications]\nsettle_ms = 100\n")
+    try:
+        wait_until(lambda: d.call("server.status")["notifications"]["available"])
+        pane = spawn(d, ["sleep", "30"])
+        d.call("notify", {"pane_id": pane["id"], "title": "One", "severity": "error"})
+        nid, _ = notif_server.wait_shown(lambda i: i["summary"].endswith("· One"))
+        notif_server.expire(nid)
+        time.sleep(0.3)
+        d.call("pane.mark_seen", {"pane_id": pane["id"]})  # withdraws a notification already gone
+        time.sleep(0.3)
+        d.call("notify", {"pane_id": pane["id"], "title": "Two", "severity": "warning"})
+        notif_server.wait_shown(lambda i: i["summary"].endswith("· Two"))
+        d.call("notify", {"pane_id": pane["id"], "title": "Three", "severity": "error"})
+        notif_server.wait_shown(lambda i: i["summary"].endswith("· Three"))
+        assert d.call("server.status")["notifications"]["available"] is True
+    finally:
+        d.stop()
