@@ -34,9 +34,15 @@ def parse_iso(text: Any) -> float | None:
     if not isinstance(text, str):
         return None
     try:
-        return _dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        value = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.UTC)
+    # Only times that can be written back (RFC 3339 in UTC, years 1970-9998).
+    if not 1970 <= value.astimezone(_dt.UTC).year <= 9998:
+        return None
+    return value.timestamp()
 
 
 @dataclass(slots=True)

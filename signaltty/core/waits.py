@@ -77,12 +77,10 @@ def check_baseline(pane: Pane, seqs: dict[str, int], after: Any) -> tuple[int, i
     instance = after.get("process_instance")
     if not isinstance(instance, str) or not instance:
         raise WaitError("BAD_PARAMS", "baseline has no process_instance")
-    try:
-        lseq = int(after.get("lifecycle_seq") or 0)
-        aseq = int(after.get("attention_seq") or 0)
-        generation = int(after.get("session_generation") or 0)
-    except (TypeError, ValueError):
-        raise WaitError("BAD_PARAMS", "baseline seqs must be integers") from None
+    values = [after.get(k, 0) for k in ("lifecycle_seq", "attention_seq", "session_generation")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        raise WaitError("BAD_PARAMS", "baseline seqs and generation must be non-negative integers")
+    lseq, aseq, generation = values
     if instance != pane.process_instance:
         raise WaitError("IDENTITY_CHANGED", "the pane runs another process instance")
     if generation != pane.agent.session_generation:

@@ -27,7 +27,9 @@ from jeepney import (
     new_method_return,
     new_signal,
 )
-from jeepney.io.asyncio import DBusConnection, open_dbus_connection
+from jeepney.auth import BEGIN, Authenticator
+from jeepney.bus import get_bus
+from jeepney.io.asyncio import DBusConnection
 
 from signaltty import __version__
 from signaltty.proto import constants
@@ -242,7 +244,7 @@ class DbusService:
         while not self._closing:
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT_S):
-                    conn = await open_dbus_connection("SESSION")
+                    conn = await _open_session_bus()
             except Exception as exc:  # noqa: BLE001 - no bus is a normal condition
                 self.unavailable_reason = f"{type(exc).__name__}: {exc}"
                 self._log_once("connect", "dbus.unavailable", reason=self.unavailable_reason)
@@ -608,6 +610,41 @@ class DbusService:
             raise SignalttyError("BAD_PARAMS", str(exc).splitlines()[0]) from None
         res = self.d.router.notify(p.pane_id, p.title, p.body, p.severity or "info", "dbus")
         return (res["notification"]["id"],)
+
+
+async def _open_session_bus() -> DBusConnection:
+    """Connect, authenticate and say Hello; the socket is closed again on any failure or
+    cancellation (jeepney's own helper leaves it open then).
+
+    Raises:
+        KeyError: ``DBUS_SESSION_BUS_ADDRESS`` unset. OSError, EOFError: bus unreachable.
+    """
+    reader, writer = await asyncio.open_unix_connection(get_bus("SESSION"))
+    try:
+        auth = Authenticator()
+        for request in auth:
+            writer.write(request)
+            await writer.drain()
+            data = await reader.read(1024)
+            if not data:
+                raise EOFError("the bus closed the connection during authentication")
+            auth.feed(data)
+        writer.write(BEGIN)
+        conn = DBusConnection(reader, writer)
+        serial = next(conn.outgoing_serial)
+        writer.write(new_method_call(_DBUS, "Hello").serialise(serial))
+        await writer.drain()
+        while True:
+            msg = await conn.receive()
+            if msg.header.fields.get(HeaderFields.reply_serial) == serial:
+                break
+        if msg.header.message_type == MessageType.error:
+            raise ConnectionError("the bus refused Hello")
+        conn.unique_name = msg.body[0]
+        return conn
+    except BaseException:
+        writer.close()
+        raise
 
 
 def _check_sig(got: str, want: str) -> None:

@@ -239,8 +239,10 @@ def render(
     if cause == "permission" and pane is not None:
         tool = decision.tool_name if decision is not None and decision.tool_name else display
         text = f"Allow {tool}?"
-        if decision is not None and decision.preview:
-            text += "\n" + _clip(" ".join(decision.preview.split()), MAX_PREVIEW)
+        preview = " ".join((decision.preview or "").split()) if decision is not None else ""
+        preview = preview.removeprefix(text).strip()  # prompts often repeat "Allow <tool>?"
+        if preview:
+            text += "\n" + _clip(preview, MAX_PREVIEW)
         if decision is not None:
             decision_id = decision.id
             if not decision.answerable:

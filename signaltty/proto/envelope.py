@@ -73,7 +73,9 @@ def event(name: str, payload: dict[str, Any], seq: int | None) -> dict[str, Any]
 
 def encode(obj: dict[str, Any]) -> bytes:
     """Serialize one envelope as a JSONL line (compact, UTF-8, ``\\n``-terminated)."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    # "replace": a lone surrogate (from a client's id, a restored name) must not make an
+    # answer unsendable.
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace") + b"\n"
 
 
 def decode_request(line: bytes) -> tuple[str, str, dict[str, Any]]:

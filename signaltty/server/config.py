@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # strict: "3" is not a number and 1 is not a boolean (ints are still accepted for floats)
+    model_config = ConfigDict(extra="ignore", strict=True)
 
 
 class ServerConfig(_Section):
@@ -89,12 +90,14 @@ def load_config(
     warnings: list[str] = []
     data: dict[str, object] = {}
     try:
+        if path.exists() and not path.is_file():
+            raise OSError(f"not a regular file: {path}")  # a FIFO would block start-up
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
     except FileNotFoundError:
         data = {}
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        error = f"{path}: {exc}"
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        error = f"{path}: {exc if not isinstance(exc, RecursionError) else 'nested too deeply'}"
         data = {}
     try:
         config = Config.model_validate(data)

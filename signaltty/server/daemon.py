@@ -88,6 +88,7 @@ class Daemon:
         self._last_tail_save = 0.0
         self._saved_offsets: dict[str, int] = {}
         self._reapers: set[asyncio.Task[None]] = set()
+        self._closing: set[PaneRuntime] = set()
         self._hurry = False
         self.dbus_service: Any = None  # signaltty.desktop.dbus.DbusService once started
         self.notifier: Any = None  # signaltty.desktop.notify.Notifier once started
@@ -242,9 +243,9 @@ class Daemon:
         tails: dict[str, str] = {}
         offsets: dict[str, int] = {}
         if self.config.persistence.save_tails:
-            for pane_id, rt in self.runtimes.items():
+            # What the screens hold now: a pane that keeps printing must not delay a save.
+            for pane_id, rt in list(self.runtimes.items()):
                 if rt.output_offset != self._saved_offsets.get(pane_id, 0) or pane_id not in self._saved_offsets:
-                    await rt.settle()
                     tails[pane_id], _ = rt.tail_text(5000)
                     offsets[pane_id] = rt.output_offset
         keep = set(store.panes) if self.config.persistence.save_tails else set()
@@ -272,12 +273,21 @@ class Daemon:
         """After ``pane.close``: SIGKILL the group if the child is still there after 5 s."""
 
         async def reaper() -> None:
-            if not await rt.wait_exit(_CLOSE_KILL_AFTER_S):
-                rt.terminate(signal.SIGKILL)
-                await rt.wait_exit(_CLOSE_KILL_AFTER_S)
-            if rt.watcher is not None:
-                rt.watcher.close()
+            try:
+                if not await rt.wait_exit(_CLOSE_KILL_AFTER_S):
+                    rt.terminate(signal.SIGKILL)
+                    await rt.wait_exit(_CLOSE_KILL_AFTER_S)
+                elif rt.group_alive():
+                    # the child is gone but its group lives on (a grandchild on the PTY)
+                    await asyncio.sleep(_CLOSE_KILL_AFTER_S)
+                    if rt.group_alive():
+                        rt.terminate(signal.SIGKILL)
+            finally:
+                self._closing.discard(rt)
+                if rt.watcher is not None:
+                    rt.watcher.close()
 
+        self._closing.add(rt)
         task = asyncio.get_running_loop().create_task(reaper())
         self._reapers.add(task)
         task.add_done_callback(self._reapers.discard)
@@ -322,23 +332,27 @@ class Daemon:
         self._stop.set()
 
     async def _stop_children(self) -> None:
-        live = [rt for rt in self.runtimes.values() if rt.live]
-        for rt in live:
+        """SIGHUP every pane's process group, SIGKILL what is left after 3 s.
+
+        Closed panes still being reaped and exited panes whose process group lives on (a
+        grandchild holding the PTY) are included: nothing a pane started outlives the daemon.
+        """
+        for task in list(self._reapers):
+            task.cancel()
+        every = [*self.runtimes.values(), *self._closing]
+        for rt in every:
             rt.terminate(signal.SIGHUP)
             rt.close()
         deadline = time.monotonic() + (0 if self._hurry else _KILL_AFTER_S)
-        for rt in live:
+        for rt in every:
             if self._hurry:
                 break
             await rt.wait_exit(max(0.0, deadline - time.monotonic()))
-        for rt in live:
-            if not await rt.wait_exit(0):
-                rt.terminate(signal.SIGKILL)
-                await rt.wait_exit(1.0)
+        for rt in every:
+            rt.terminate(signal.SIGKILL)
+            await rt.wait_exit(1.0)
             if rt.watcher is not None:
                 rt.watcher.close()
-        for task in list(self._reapers):
-            task.cancel()
 
 
 def _loop_factory() -> Any:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import regex
 import structlog
 
 from signaltty.core import rules
@@ -43,12 +44,12 @@ if TYPE_CHECKING:
 log = structlog.get_logger("signaltty.panes")
 
 # Reader backpressure: pause reading above HIGH pending screen bytes, resume below LOW.
-_PENDING_HIGH = 256 * 1024
-_PENDING_LOW = 64 * 1024
+_PENDING_HIGH = 64 * 1024
+_PENDING_LOW = 16 * 1024
 # pane.progress coalescing window (protocol.md §7).
 _PROGRESS_WINDOW_S = 0.25
 # After the child exits, read what it left in the PTY, at most this much at once.
-_EXIT_DRAIN_BYTES = 4 * 1024 * 1024
+_EXIT_DRAIN_BYTES = 256 * 1024
 _MAX_REPLIES_PER_CHUNK = 16
 # One drain step: at most SCREEN_SLICE_BYTES, in pieces, for at most this long (README quality
 # bar: the loop is never blocked for more than 50 ms).
@@ -110,7 +111,13 @@ class PaneRuntime:
         self.watcher = ptymod.ExitWatcher(self._loop, proc.pid, self._on_child_exit)
 
     def _start_reading(self) -> None:
-        if self.proc is not None and not self._reading and not self.eof:
+        if (
+            self.proc is not None
+            and self.proc.master_fd >= 0
+            and not self._reading
+            and not self.eof
+            and not self.closed
+        ):
             self._loop.add_reader(self.proc.master_fd, self._on_readable)
             self._reading = True
 
@@ -308,13 +315,18 @@ class PaneRuntime:
             self.store.bus.poke(self.pane.id)
 
     async def settle(self) -> None:
-        """Wait until every byte read so far is applied to the screen (yielding between slices)."""
-        while self.screen.pending:
-            self._schedule_drain()
-            await self._settled.wait()
+        """Apply the bytes that were pending when called, yielding between pieces.
+
+        Bounded: output that keeps arriving meanwhile is not waited for, so a pane that
+        never stops printing cannot stall a read, an attach or a save.
+        """
+        budget = self.screen.pending
+        while budget > 0 and self.screen.pending:
+            budget -= max(1, self.screen.drain(min(budget, _PIECE_BYTES * 4)))
+            await asyncio.sleep(0)
 
     def settle_now(self) -> None:
-        """Apply pending bytes synchronously (used right before a snapshot)."""
+        """Apply pending bytes synchronously (bounded by the reader's pause threshold)."""
         while self.screen.pending:
             self.screen.drain(SCREEN_SLICE_BYTES * 16)
 
@@ -433,7 +445,6 @@ class PaneRuntime:
             if n <= 0:
                 break
             drained += n
-        self.settle_now()
         store = self.store
         effects = rules.on_exit(self.pane, code, now=store.now(), shutting_down=store.shutting_down)
         store.apply(effects)
@@ -461,6 +472,16 @@ class PaneRuntime:
         except TimeoutError:
             return False
 
+    def group_alive(self) -> bool:
+        """True while any process is left in the child's process group."""
+        if self.proc is None:
+            return False
+        try:
+            os.killpg(self.proc.pid, 0)
+        except OSError:
+            return False
+        return True
+
     def _child_gone(self) -> bool:
         return self.watcher is not None and getattr(self.watcher, "_done", False)
 
@@ -479,16 +500,22 @@ class PaneRuntime:
         self.proc.master_fd = -1
 
     def terminate(self, sig: int = signal.SIGTERM) -> None:
-        """Signal the child's process group (pane close / shutdown); errors ignored."""
-        if self.proc is None or self._child_gone():
+        """Signal the child's process group (pane close / shutdown); errors ignored.
+
+        The group outlives its leader while other members (a grandchild holding the PTY)
+        remain, and its id cannot be reused meanwhile, so it is signalled even after the
+        child has exited.
+        """
+        if self.proc is None:
             return
         try:
             os.killpg(self.proc.pid, sig)
         except OSError:
-            try:
-                os.kill(self.proc.pid, sig)
-            except OSError:
-                pass
+            if not self._child_gone():
+                try:
+                    os.kill(self.proc.pid, sig)
+                except OSError:
+                    pass
 
     def close(self) -> None:
         """Release the master and stop watching (idempotent); the child is reaped if it exits."""
@@ -501,19 +528,54 @@ class PaneRuntime:
         self._close_master()
 
 
-def compile_matcher(match: str, regex: bool) -> Callable[[str], bool]:
-    """Substring or Python ``re`` matcher for ``pane.wait_for_output``.
+# User patterns run on the loop with a time limit per evaluation (the ``regex`` library
+# enforces it; stdlib ``re`` cannot be interrupted, and holds the GIL, so a catastrophic
+# pattern such as ``(a|aa)+$`` would freeze every client). Over the limit the call fails.
+_REGEX_TIMEOUT_S = 0.05
+
+
+class Matcher:
+    """Substring or regular-expression matcher for ``pane.wait_for_output``."""
+
+    def __init__(self, match: str, pattern: regex.Pattern[str] | None) -> None:
+        self._match = match
+        self._pattern = pattern
+
+    def first_match(self, lines: list[str]) -> str | None:
+        """The first line that matches, or ``None``.
+
+        Raises:
+            SignalttyError: ``BAD_PARAMS`` when the pattern exceeds its time limit.
+        """
+        if self._pattern is None:
+            return next((ln for ln in lines if self._match in ln), None)
+        search = self._pattern.search
+        try:
+            return next((ln for ln in lines if search(ln, timeout=_REGEX_TIMEOUT_S) is not None), None)
+        except TimeoutError:
+            raise SignalttyError(
+                "BAD_PARAMS", "regex too slow on this output (catastrophic backtracking?)", {"field": "match"}
+            ) from None
+
+    def last_match(self, lines: list[str]) -> str | None:
+        """The last line that matches, or ``None`` (same errors as ``first_match``)."""
+        return self.first_match(lines[::-1])
+
+
+def compile_matcher(match: str, is_regex: bool) -> Matcher:
+    """Build the matcher of ``pane.wait_for_output`` (Python ``re`` syntax; the ``regex``
+    library accepts it and adds the time limit).
 
     Raises:
         SignalttyError: ``BAD_PARAMS`` for an invalid regex.
     """
-    if not regex:
-        return lambda line: match in line
+    if not is_regex:
+        return Matcher(match, None)
     try:
-        pat = re.compile(match)
-    except re.error as exc:
+        pattern = regex.compile(match)
+    except (regex.error, RecursionError, OverflowError, ValueError) as exc:
         raise SignalttyError("BAD_PARAMS", f"invalid regex: {exc}", {"field": "match"}) from None
-    return lambda line: pat.search(line) is not None
+    return Matcher(match, pattern)
 
 
 class LineCollector:

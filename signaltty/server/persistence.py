@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +19,21 @@ from typing import Any
 import structlog
 
 from signaltty import __version__
-from signaltty.core.ids import unique_handle
-from signaltty.core.limits import TAIL_FILE_BYTES
+from signaltty.core.ids import slugify, unique_handle
+from signaltty.core.limits import (
+    COLS_MAX,
+    COLS_MIN,
+    MAX_LABEL,
+    MAX_LAST_MESSAGE,
+    MAX_NOTIFICATION_BODY,
+    MAX_NOTIFICATION_TITLE,
+    MAX_TITLE,
+    MAX_WORKSPACE_NAME,
+    ROWS_MAX,
+    ROWS_MIN,
+    TAIL_FILE_BYTES,
+)
+from signaltty.core.sanitize import sanitize_text
 from signaltty.core.model import Notification, Pane, Workspace, iso
 
 log = structlog.get_logger("signaltty.persistence")
@@ -124,39 +138,99 @@ def load_snapshot(state_dir: Path) -> Restored:
         os.replace(path, aside)
         out.errors.append(f"corrupt snapshot moved to {aside.name}: {exc}")
         return out
+    for key in ("workspaces", "panes", "notifications"):
+        if not isinstance(doc.get(key, []), list):
+            out.errors.append(f"snapshot field {key!r} is not a list; ignored")
+            doc[key] = []
     version = doc.get("version")
     if version != SNAPSHOT_VERSION:
         aside = state_dir / f"snapshot.unsupported-v{version}-{_stamp()}"
         os.replace(path, aside)
         out.errors.append(f"unsupported snapshot version {version!r} moved to {aside.name}")
         return out
+    # Records come from disk and may be anything: each one that cannot be read (any error,
+    # e.g. OverflowError for 1e999) is skipped and logged, never fatal (§8.3).
     for d in doc.get("workspaces") or []:
         try:
-            out.workspaces.append(Workspace.from_wire(d))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            ws = _clean_workspace(Workspace.from_wire(d))
+        except Exception as exc:  # noqa: BLE001
             out.errors.append(f"workspace skipped: {exc!r}")
+            continue
+        if any(w.id == ws.id for w in out.workspaces):
+            out.errors.append(f"duplicate workspace {ws.id} skipped")
+            continue
+        out.workspaces.append(ws)
     ws_ids = {w.id for w in out.workspaces}
+    seen: set[str] = set()
     for d in doc.get("panes") or []:
         try:
-            pane = Pane.from_wire(d)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            pane = _clean_pane(Pane.from_wire(d))
+        except Exception as exc:  # noqa: BLE001
             out.errors.append(f"pane skipped: {exc!r}")
             continue
+        if pane.id in seen:
+            out.errors.append(f"duplicate pane {pane.id} skipped")
+            continue
         if pane.workspace_id in ws_ids:
+            seen.add(pane.id)
             out.panes.append(pane)
     for d in doc.get("notifications") or []:
         try:
-            out.notifications.append(Notification.from_wire(d))
-        except (KeyError, TypeError, ValueError, AttributeError):
+            out.notifications.append(_clean_notification(Notification.from_wire(d)))
+        except Exception:  # noqa: BLE001
             continue
     _repair_workspaces(out, doc)
     hist = state_dir / "history"
     for pane in out.panes:
         try:
-            out.tails[pane.id] = (hist / f"{pane.id}.tail").read_text(errors="replace")
+            with open(hist / f"{pane.id}.tail", "rb") as fh:
+                # tails are written capped; never trust a bigger file
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - TAIL_FILE_BYTES))
+                out.tails[pane.id] = fh.read().decode("utf-8", "replace")
         except OSError:
             pass
     return out
+
+
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def _check_id(value: str, what: str) -> str:
+    """Ids become file names (tails): only plain ``[A-Za-z0-9_-]`` ids are restored."""
+    if not _ID_RE.fullmatch(value):
+        raise ValueError(f"invalid {what} id {value[:40]!r}")
+    return value
+
+
+def _clean_workspace(ws: Workspace) -> Workspace:
+    _check_id(ws.id, "workspace")
+    ws.name = sanitize_text(ws.name, MAX_WORKSPACE_NAME) or "workspace"
+    if ws.handle and slugify(ws.handle) != ws.handle:
+        ws.handle = ""
+    if not (os.path.isabs(ws.cwd) and "\x00" not in ws.cwd):
+        ws.cwd = "/"
+    return ws
+
+
+def _clean_pane(pane: Pane) -> Pane:
+    _check_id(pane.id, "pane")
+    _check_id(pane.workspace_id, "workspace")
+    pane.cols = max(COLS_MIN, min(COLS_MAX, pane.cols))
+    pane.rows = max(ROWS_MIN, min(ROWS_MAX, pane.rows))
+    pane.title = sanitize_text(pane.title, MAX_TITLE) or "shell"
+    if pane.label is not None:
+        pane.label = sanitize_text(pane.label, MAX_LABEL) or None
+    if pane.last_message is not None:
+        pane.last_message = sanitize_text(pane.last_message, MAX_LAST_MESSAGE) or None
+    return pane
+
+
+def _clean_notification(note: Notification) -> Notification:
+    note.title = sanitize_text(note.title, MAX_NOTIFICATION_TITLE)
+    if note.body is not None:
+        note.body = sanitize_text(note.body, MAX_NOTIFICATION_BODY, multiline=True)
+    return note
 
 
 def _repair_workspaces(out: Restored, doc: dict[str, Any]) -> None:
@@ -165,16 +239,20 @@ def _repair_workspaces(out: Restored, doc: dict[str, Any]) -> None:
     by_ws: dict[str, list[Pane]] = {}
     for pane in out.panes:
         by_ws.setdefault(pane.workspace_id, []).append(pane)
-    taken = {w.handle for w in out.workspaces if w.handle}
+    taken: set[str] = set()
+    for ws in sorted(out.workspaces, key=lambda w: w.id):
+        if ws.handle in taken:
+            ws.handle = ""  # duplicate handle: the later id gets a fresh one below
+        elif ws.handle:
+            taken.add(ws.handle)
     for ws in sorted(out.workspaces, key=lambda w: w.id):
         mine = by_ws.get(ws.id, [])
         if "pane_ids" not in raw_ws.get(ws.id, {}):
             ws.pane_ids = [p.id for p in sorted(mine, key=lambda p: p.created_at)]
         else:
             known = {p.id for p in mine}
-            ws.pane_ids = [p for p in ws.pane_ids if p in known] + [
-                p.id for p in mine if p.id not in ws.pane_ids
-            ]
+            listed = list(dict.fromkeys(p for p in ws.pane_ids if p in known))
+            ws.pane_ids = listed + [p.id for p in mine if p.id not in listed]
         if not ws.handle or "_" in ws.handle:
             ws.handle = unique_handle(ws.name, taken)
             taken.add(ws.handle)

@@ -31,7 +31,7 @@ from signaltty.proto import constants, params as P
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import spawning, submit
 from signaltty.server.bus import glob_match
-from signaltty.server.panes import LineCollector, PaneRuntime, compile_matcher
+from signaltty.server.panes import LineCollector, Matcher, PaneRuntime, compile_matcher
 
 if TYPE_CHECKING:
     from signaltty.server.daemon import Daemon
@@ -391,8 +391,9 @@ class Router:
         if rt is not None:
             for viewer in list(rt.viewers):
                 viewer.detached(pane_id)
-            if rt.live:
-                rt.terminate(sig)
+            # Exited panes too: a grandchild may still hold the PTY in the child's group.
+            rt.terminate(sig)
+            if rt.proc is not None:
                 self.d.reap_later(rt)
             rt.close()
         self.store.apply(rules.on_close(pane))
@@ -457,22 +458,22 @@ class Router:
         self, conn: Connection | None, p: P.PaneWaitForOutput
     ) -> dict[str, Any]:
         rt = self._runtime(p.pane_id)
-        matches = compile_matcher(p.match, bool(p.regex))
+        matcher = compile_matcher(p.match, bool(p.regex))
         timeout = p.timeout_s or limits.WAIT_OUTPUT_TIMEOUT_DEFAULT_S
         lines = p.lines or limits.READ_LINES_DEFAULT
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         if p.new_only:
-            return await self._wait_new_output(rt, matches, deadline)
+            return await self._wait_new_output(rt, matcher, deadline)
         ev = self.store.bus.waiter(rt.pane.id)
         try:
             while True:
                 ev.clear()
                 await rt.settle()
                 text, _ = rt.tail_text(lines)
-                for line in reversed(text.split("\n")):
-                    if matches(line):
-                        return {"matched_line": line, "text": text}
+                line = matcher.last_match(text.split("\n"))
+                if line is not None:
+                    return {"matched_line": line, "text": text}
                 if not rt.live or rt.closed:
                     raise SignalttyError("PANE_EXITED", f"pane exited without a match: {rt.pane.id}")
                 remaining = deadline - loop.time()
@@ -485,43 +486,51 @@ class Router:
         finally:
             self.store.bus.drop_waiter(rt.pane.id, ev)
 
-    async def _wait_new_output(
-        self, rt: PaneRuntime, matches: Callable[[str], bool], deadline: float
-    ) -> dict[str, Any]:
+    async def _wait_new_output(self, rt: PaneRuntime, matcher: Matcher, deadline: float) -> dict[str, Any]:
+        """Only output arriving after the call; lines are matched off the pump (a user regex
+        may be slow, and the pump must never run it)."""
         loop = asyncio.get_running_loop()
-        found: asyncio.Future[str] = loop.create_future()
         collector = LineCollector()
-        seen: list[str] = []
+        chunks: list[bytes] = []
+        arrived = asyncio.Event()
+        exited = False
 
         def on_output(data: bytes) -> None:
-            if found.done():
-                return
-            for line in collector.feed(data):
-                if matches(line):
-                    found.set_result(line)
-                    return
-            seen[:] = [*seen[-(limits.READ_LINES_DEFAULT) :]]
+            chunks.append(data)
+            arrived.set()
 
         def on_exit(_: PaneRuntime) -> None:
-            if not found.done():
-                found.set_exception(
-                    SignalttyError("PANE_EXITED", f"pane exited without a match: {rt.pane.id}")
-                )
+            nonlocal exited
+            exited = True
+            arrived.set()
 
         if not rt.live:
             raise SignalttyError("PANE_EXITED", f"pane has exited: {rt.pane.id}")
         rt.add_output_listener(on_output)
         rt.on_exit_hooks.append(on_exit)
         try:
-            line = await asyncio.wait_for(found, max(0.0, deadline - loop.time()))
-        except TimeoutError:
-            raise SignalttyError("TIMEOUT", "timed out waiting for new output") from None
+            while True:
+                arrived.clear()
+                if chunks:
+                    data = b"".join(chunks)
+                    chunks.clear()
+                    line = matcher.first_match(collector.feed(data))
+                    if line is not None:
+                        text, _ = rt.tail_text(limits.READ_LINES_DEFAULT)
+                        return {"matched_line": line, "text": text}
+                if exited and not chunks:
+                    raise SignalttyError("PANE_EXITED", f"pane exited without a match: {rt.pane.id}")
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise SignalttyError("TIMEOUT", "timed out waiting for new output")
+                try:
+                    await asyncio.wait_for(arrived.wait(), remaining)
+                except TimeoutError:
+                    pass
         finally:
             rt.remove_output_listener(on_output)
             if on_exit in rt.on_exit_hooks:
                 rt.on_exit_hooks.remove(on_exit)
-        text, _ = rt.tail_text(limits.READ_LINES_DEFAULT)
-        return {"matched_line": line, "text": text}
 
     # ---------------------------------------------------------------- notifications
 
@@ -612,7 +621,8 @@ class Router:
             else:
                 base = (None, None)
         except waits.WaitError as exc:
-            raise SignalttyError(exc.code, exc.message, {"field": "until"} if exc.code == "BAD_PARAMS" else None) from None
+            field = "after" if p.after is not None and "baseline" in exc.message else "until"
+            raise SignalttyError(exc.code, exc.message, {"field": field} if exc.code == "BAD_PARAMS" else None) from None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (p.timeout_s or limits.WAIT_TIMEOUT_DEFAULT_S)
         instance = pane.process_instance

@@ -19,6 +19,8 @@ from signaltty.agents.adapters import adapter_for
 from signaltty.agents.registry import builtin_kind, display_name_for
 from signaltty.core import rules
 from signaltty.core.ids import new_id
+from signaltty.core.limits import MAX_LABEL
+from signaltty.core.sanitize import sanitize_text
 from signaltty.core.model import AgentInfo, Pane, Workspace
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import autoconfig
@@ -151,7 +153,7 @@ class Spawner:
             created_at=now,
             last_activity_at=now,
             title=os.path.basename(stored[0]) or "shell",
-            label=label,
+            label=(sanitize_text(label, MAX_LABEL) or None) if label is not None else None,
             cols=size[0],
             rows=size[1],
             agent=detect_kind(stored[0], agent_hint),

@@ -309,3 +309,11 @@ def test_by_priority():
         "weird",
     ]
     assert P.by_priority(["message", "message"]) == ["message"]
+
+
+def test_permission_preview_does_not_repeat_the_question():
+    d = P.DecisionView(
+        id="d", answerable=True, tool_name="Bash", preview='Allow Bash? { "command": "ls" }'
+    )
+    c = P.render("permission", None, None, pane(decision=d), P.Settings(), actions=True)
+    assert c.body == 'Allow Bash?\n{ "command": "ls" }'

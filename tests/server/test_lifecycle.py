@@ -300,3 +300,28 @@ def test_workspace_rename_close_and_handles(daemon):
     sub.close()
     assert [w["id"] for w in daemon.call("workspace.list")["workspaces"]][0] == b["id"]
     assert p["workspace_id"] == a["id"]
+
+
+def test_nothing_a_pane_started_outlives_the_daemon(tmp_root):
+    d = DaemonProc(tmp_root)
+    d.start()
+    marker = tmp_root / "gc.pid"
+    # the child leaves a grandchild in its process group that ignores HUP and TERM
+    code = (
+        "import os,signal,time,sys\n"
+        "if os.fork() == 0:\n"
+        "    signal.signal(signal.SIGHUP, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"    open({str(marker)!r}, 'w').write(str(os.getpid()))\n"
+        "    while True: time.sleep(1)\n"
+        "time.sleep(0.5)\n"
+    )
+    _spawn(d, [PY, "-c", code])
+    stubborn = _spawn(d, [PY, "-c", "import signal,time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nprint('armed', flush=True)\ntime.sleep(120)"], "s")
+    d.call("pane.wait_for_output", {"pane_id": stubborn["id"], "match": "armed", "timeout_s": 10})
+    wait_until(lambda: marker.exists() and marker.read_text())
+    grandchild = psutil.Process(int(marker.read_text()))
+    d.call("pane.close", {"pane_id": stubborn["id"]})  # TERM ignored; shutdown comes before the 5 s kill
+    kids = psutil.Process(d.proc.pid).children(recursive=True)
+    assert d.stop() == 0
+    gone, alive = psutil.wait_procs([*kids, grandchild], timeout=5)
+    assert not alive, alive

@@ -318,3 +318,27 @@ def test_attach_snapshot_and_stream(daemon):
     assert cl.call("pane.detach", {"pane_id": p["id"]}) == {"detached": True}
     assert cl.call("pane.detach", {"pane_id": p["id"]}) == {"detached": False}
     cl.close()
+
+
+def test_label_is_sanitized(daemon):
+    p = spawn(daemon, ["sleep", "60"], label="\x1b]0;evil\x07\x1b[2J\u202eok\x00")
+    assert p["label"] == "ok"
+    out = daemon.cli("pane", "list").stdout
+    assert "\x1b" not in out and "\u202e" not in out
+
+
+def test_busy_pane_never_blocks_reads_attach_or_save(daemon):
+    p = spawn(daemon, ["yes", "busy output line"])
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    assert "busy output line" in daemon.call("pane.read", {"pane_id": p["id"], "lines": 5})["text"]
+    with daemon.client(timeout=None) as cl:
+        cl.call("pane.attach", {"pane_id": p["id"]})
+    assert time.monotonic() - t0 < 10
+    daemon.call("notify", {"pane_id": p["id"], "title": "marker"})
+    snap = daemon.state_dir / "snapshot.json"
+    wait_until(lambda: snap.exists() and "marker" in snap.read_text(), timeout=15)
+    other = spawn(daemon, ["sleep", "60"])
+    daemon.call("pane.close", {"pane_id": p["id"], "signal": "KILL"})
+    daemon.call("notify", {"pane_id": other["id"], "title": "after-close"})
+    wait_until(lambda: "after-close" in snap.read_text(), timeout=15)

@@ -211,3 +211,34 @@ def test_garbage_and_invalid_utf8_from_a_pane(daemon):
     assert "END-MARK" in text
     daemon.call("pane.read", {"pane_id": p["id"], "mode": "screen"})
     assert daemon.call("server.status")["pid"] == daemon.proc.pid
+
+
+def test_catastrophic_regex_does_not_freeze_the_daemon(daemon):
+    ws = daemon.call("workspace.create", {"name": "re"})["workspace"]
+    p = daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": [sys.executable, "-c", "print('a' * 40 + '!', flush=True)\nimport time; time.sleep(60)"]})["pane"]
+    daemon.call("pane.wait_for_output", {"pane_id": p["id"], "match": "aaaa", "timeout_s": 10})
+    t0 = time.monotonic()
+    with pytest.raises(SignalttyError) as exc, daemon.client(timeout=None) as cl:
+        cl.call("pane.wait_for_output", {"pane_id": p["id"], "match": "(a|aa)+$", "regex": True, "timeout_s": 5})
+    assert exc.value.code == "BAD_PARAMS" and "too slow" in exc.value.message
+    assert time.monotonic() - t0 < 5
+    assert daemon.call("server.status")["pid"] == daemon.proc.pid
+
+
+def test_lone_surrogates_in_id_and_method_get_answers(daemon):
+    s = raw_conn(daemon)
+    resp = roundtrip(s, b'{"protocol":"signaltty/1","id":"\\ud800","method":"server.status"}\n')
+    assert resp["ok"] is True
+    resp = roundtrip(s, b'{"protocol":"signaltty/1","id":"x","method":"\\udcff"}\n')
+    assert resp["error"]["code"] == "UNKNOWN_METHOD"
+    s.close()
+
+
+@pytest.mark.parametrize("bad", [{"lifecycle_seq": -1}, {"lifecycle_seq": "7"}, {"attention_seq": True}, {"lifecycle_seq": 1e400}])
+def test_wait_baseline_values_checked(daemon, bad):
+    ws = daemon.call("workspace.create", {"name": "w"})["workspace"]
+    p = daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sleep", "60"]})["pane"]
+    base = daemon.call("pane.get", {"pane_id": p["id"]})["wait_baseline"]
+    with pytest.raises(SignalttyError) as exc, daemon.client(timeout=None) as cl:
+        cl.call("wait", {"pane_id": p["id"], "until": "done", "after": dict(base, **bad), "timeout_s": 1})
+    assert exc.value.code == "BAD_PARAMS" and exc.value.details["field"] == "after"
