@@ -208,6 +208,9 @@ class Notifier:
     def _fire(self, key: str | None, intent: _Intent) -> None:
         if self._intents.get(key) is intent:
             del self._intents[key]
+            now = time.monotonic()  # the 2 s window starts now, not when the send completes
+            for cause in intent.alerts:
+                self._last_sent[(key, cause)] = now
             self._spawn(self._deliver(list(intent.alerts.values())))
 
     def _view(self, pane_id: str | None) -> policy.PaneView | None:
