@@ -15,6 +15,20 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# The real agent CLIs (from the npm registry) for the tier that proves they accept the
+# configuration our installers write (tests/installer/test_real_clis.py). Versions as checked
+# in docs/agents.md; skipped when npm or the registry is unavailable.
+if [ -z "${SIGNALTTY_REAL_AGENTS_DIR:-}" ] && command -v npm >/dev/null 2>&1; then
+  agents_dir="$PWD/.real-agents"
+  if [ -x "$agents_dir/node_modules/.bin/codex" ] || \
+     timeout 600 npm install --prefix "$agents_dir" --no-audit --no-fund --loglevel=error \
+       @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 opencode-ai@1.18.33 >/dev/null 2>&1; then
+    export SIGNALTTY_REAL_AGENTS_DIR="$agents_dir"
+  else
+    echo "tests/run.sh: could not install the real agent CLIs; their tier is skipped"
+  fi
+fi
+
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
