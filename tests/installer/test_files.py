@@ -216,7 +216,23 @@ def test_symlink_resolved_target_edited_link_kept(tmp_path):
     assert (real.parent / ".claude-settings.json.signaltty.lock").exists()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def _make_read_only(directory):
+    """chmod for ordinary users; a read-only bind mount for root (who ignores modes)."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        os.chmod(directory, 0o500)
+        return lambda: os.chmod(directory, 0o700)
+    ok = subprocess.run(["mount", "--bind", str(directory), str(directory)], capture_output=True).returncode == 0
+    ok = ok and subprocess.run(["mount", "-o", "remount,ro,bind", str(directory)], capture_output=True).returncode == 0
+    if not ok:
+        subprocess.run(["umount", str(directory)], capture_output=True)
+        if os.environ.get("CI"):
+            pytest.fail("cannot make a read-only bind mount as root")
+        pytest.skip("cannot make a read-only bind mount here")
+    return lambda: subprocess.run(["umount", str(directory)], check=True)
+
+
 def test_symlink_to_read_only_location(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -226,12 +242,12 @@ def test_symlink_to_read_only_location(tmp_path):
     link.parent.mkdir()
     link.symlink_to(real)
     before = snap(real)
-    os.chmod(ro, 0o500)
+    undo = _make_read_only(ro)
     try:
         with pytest.raises(InstallError):
             install("claude", tmp_path)
     finally:
-        os.chmod(ro, 0o700)
+        undo()
     assert snap(real) == before
 
 
