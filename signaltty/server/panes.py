@@ -22,7 +22,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import regex
 import structlog
@@ -59,11 +59,12 @@ _PIECE_BYTES = 2048
 _HOSTNAME = socket.gethostname()
 
 
-class Viewer:
+class Viewer(Protocol):
     """A connection attached to a pane; receives ``pty.data`` (protocol.md §7)."""
 
-    def deliver_data(self, pane_id: str, data: bytes, output_offset: int) -> None:  # pragma: no cover
-        raise NotImplementedError
+    def deliver_data(self, pane_id: str, data: bytes, output_offset: int) -> None: ...
+
+    def detached(self, pane_id: str) -> None: ...
 
 
 class PaneRuntime:
@@ -76,7 +77,7 @@ class PaneRuntime:
         self.scanner = osc.OscScanner(hostname=_HOSTNAME)
         self.raw = bytearray()
         self.output_offset = 0
-        self.viewers: set[Any] = set()
+        self.viewers: set[Viewer] = set()
         self.proc: ptymod.PtyProcess | None = None
         self.watcher: ptymod.ExitWatcher | None = None
         self.eof = False
