@@ -32,7 +32,7 @@ from signaltty.server.panes import PaneRuntime
 from signaltty.server.router import Router
 from signaltty.server.spawning import Spawner
 from signaltty.server.store import Store
-from signaltty.system import paths, sdnotify
+from signaltty.system import paths, sdnotify, shellpath
 from signaltty.system.logging import configure_logging
 
 log = structlog.get_logger("signaltty.daemon")
@@ -79,7 +79,8 @@ class Daemon:
         self.listener: Listener | None = None
         self.single_flight: set[asyncio.Task[Any]] = set()
         self.shutting_down = False
-        self.path_hydration: dict[str, Any] = {"state": "disabled", "added": []}
+        self.path_hydration: dict[str, Any] = {"state": "pending", "added": []}
+        self.hydrated = asyncio.Event()
         self._lock_fd: int | None = None
         self._socket_ino: int | None = None
         self._stop = asyncio.Event()
@@ -184,11 +185,44 @@ class Daemon:
             version=__version__,
             loop=type(loop).__module__,
         )
+        self._start_path_hydration()
         self._start_desktop()
         await self._stop.wait()
         assert self._shutdown_task is not None
         await self._shutdown_task
         return 0
+
+    def _start_path_hydration(self) -> None:
+        """Login-shell PATH, once, after the socket listens (desktop-and-service.md §5)."""
+        if os.environ.get("SIGNALTTY_SHELL_PATH") == "0":
+            self.path_hydration = {"state": "disabled", "added": []}
+            self.hydrated.set()
+            return
+        self.path_hydration = {"state": "pending", "added": []}
+        self._spawn_bg(self._hydrate(), "path-hydration")
+
+    async def _hydrate(self) -> None:
+        try:
+            result = await shellpath.hydrate(dict(os.environ))
+        except Exception as exc:  # noqa: BLE001 - never stops the daemon
+            result = shellpath.Hydration("failed", os.environ.get("PATH", os.defpath), reason=repr(exc))
+        finally:
+            self.hydrated.set()
+        if result.state == "done":
+            os.environ["PATH"] = result.path
+            log.info("shellpath.done", added=len(result.added))
+        else:
+            log.warning("shellpath.failed", reason=result.reason)
+        self.path_hydration = {"state": result.state, "added": result.added}
+        sdnotify.status(f"listening on {self.socket_path}; PATH hydration {result.state}")
+
+    async def wait_hydration(self) -> None:
+        """A spawn arriving while hydration runs waits for it, at most 5 s (§5 "ordering")."""
+        if not self.hydrated.is_set():
+            try:
+                await asyncio.wait_for(self.hydrated.wait(), shellpath.TIMEOUT_S)
+            except TimeoutError:
+                pass
 
     def _start_desktop(self) -> None:
         """Step 9: D-Bus service and notifier in the background; failures never stop us."""

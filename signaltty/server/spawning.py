@@ -132,6 +132,7 @@ class Spawner:
         stored = list(argv)
         if "/" in stored[0] and not os.path.isabs(stored[0]):
             stored[0] = os.path.normpath(os.path.join(cwd, stored[0]))
+        await self.d.wait_hydration()
         pane_id = new_id("pane")
         env = pane_environment(
             os.environ,
@@ -243,6 +244,7 @@ class Spawner:
         live = sum(1 for p in store.panes.values() if p.live)
         if live >= self.d.config.server.max_live_panes:
             raise SignalttyError("RATE_LIMITED", f"more than {live} live panes")
+        await self.d.wait_hydration()
         cwd = pane.launch_cwd if os.path.isdir(pane.launch_cwd) else pane.cwd
         env = pane_environment(
             os.environ,

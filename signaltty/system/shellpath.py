@@ -1,0 +1,104 @@
+"""Login-shell PATH hydration: ask the user's interactive login shell for its PATH.
+
+A service manager starts the daemon with a minimal PATH, so CLIs installed through nvm,
+pipx, cargo or vendor installers would be invisible to panes. Spec: desktop-and-service.md §5
+(seed 002 §2): ``$SHELL -ilc`` printing PATH between delimiters, stdin ``/dev/null``, own
+session, 5 s timeout (the whole process group is killed), merged into the current PATH.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import signal
+from dataclasses import dataclass, field
+
+BEGIN = "__SIGNALTTY_PATH_BEGIN__"
+END = "__SIGNALTTY_PATH_END__"
+TIMEOUT_S = 5.0
+_SCRIPT = f"printf '%s' {BEGIN}; printf '%s' \"$PATH\"; printf '%s' {END}"
+
+
+@dataclass
+class Hydration:
+    """Result of one hydration: ``state`` is ``done`` or ``failed``; ``path`` the merged PATH."""
+
+    state: str
+    path: str
+    added: list[str] = field(default_factory=list)
+    reason: str | None = None
+
+
+def login_shell(env: dict[str, str]) -> str:
+    """``$SHELL``, else the passwd login shell, else ``/bin/bash``."""
+    if env.get("SHELL"):
+        return env["SHELL"]
+    try:
+        shell = pwd.getpwuid(os.getuid()).pw_shell
+    except KeyError:
+        shell = ""
+    return shell or "/bin/bash"
+
+
+def parse(output: bytes) -> str | None:
+    """The text between the first begin delimiter and the next end delimiter, else ``None``."""
+    text = output.decode("utf-8", "replace")
+    start = text.find(BEGIN)
+    if start < 0:
+        return None
+    start += len(BEGIN)
+    end = text.find(END, start)
+    return None if end < 0 else text[start:end]
+
+
+def merge(current: str, found: str) -> tuple[str, list[str]]:
+    """Keep ``current`` in order; append new absolute, non-empty segments of ``found``."""
+    have = [p for p in current.split(":") if p]
+    added: list[str] = []
+    for seg in found.split(":"):
+        if seg and os.path.isabs(seg) and seg not in have and seg not in added:
+            added.append(seg)
+    return ":".join([*have, *added]), added
+
+
+async def hydrate(env: dict[str, str], *, timeout_s: float = TIMEOUT_S) -> Hydration:
+    """Run the probe and merge its PATH into ``env["PATH"]`` (``env`` is not modified).
+
+    Never raises: every failure gives ``state="failed"`` with the existing PATH.
+    """
+    current = env.get("PATH", os.defpath)
+    shell = login_shell(env)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            shell,
+            "-ilc",
+            _SCRIPT,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+            env={**env, "SIGNALTTY_PATH_PROBE": "1"},
+        )
+    except OSError as exc:
+        return Hydration("failed", current, reason=f"cannot start {shell}: {exc.strerror}")
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except TimeoutError:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        await proc.wait()
+        return Hydration("failed", current, reason=f"{shell} did not answer within {timeout_s:g} s")
+    finally:
+        if proc.returncode is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+    found = parse(out)
+    if found is None:
+        return Hydration("failed", current, reason=f"{shell} printed no PATH (exit {proc.returncode})")
+    merged, added = merge(current, found)
+    return Hydration("done", merged, added)
