@@ -309,9 +309,7 @@ def on_exit(pane: Pane, code: int | None, *, now: float, shutting_down: bool) ->
         and pane.pending_decision is None
     )
     if pane.lifecycle not in (Lifecycle.DONE, Lifecycle.FAILED):
-        if pane.agent.kind in AGENT_KINDS:
-            target = Lifecycle.EXITED
-        elif code is None:
+        if pane.agent.kind in AGENT_KINDS or code is None:
             target = Lifecycle.EXITED
         else:
             target = Lifecycle.DONE if code == 0 else Lifecycle.FAILED

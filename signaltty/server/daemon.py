@@ -14,7 +14,6 @@ import signal
 import socket
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -22,7 +21,6 @@ import structlog
 from signaltty import __version__
 from signaltty.core import rules
 from signaltty.core.ids import new_id
-from signaltty.core.model import Pane
 from signaltty.server import persistence
 from signaltty.server.bus import Bus
 from signaltty.server.config import Config, load_config

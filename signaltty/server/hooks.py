@@ -23,7 +23,6 @@ from signaltty.core import rules
 from signaltty.core.ids import new_id
 from signaltty.core.limits import MAX_HOOK_PAYLOAD
 from signaltty.core.model import Decision, Pane
-from signaltty.core.states import Lifecycle
 from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import ancestry

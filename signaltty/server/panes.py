@@ -13,7 +13,6 @@ Spec: README "Data flow", agents.md §7.1/§7.5/§7.6, protocol.md §5 pane meth
 from __future__ import annotations
 
 import asyncio
-import base64
 import codecs
 import errno
 import os

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from signaltty import __version__
 from signaltty.core import limits, rules, waits
 from signaltty.core.ids import new_id, unique_handle
-from signaltty.core.model import Pane, Workspace
+from signaltty.core.model import Pane, Workspace, iso
 from signaltty.core.rules import NotificationInput
 from signaltty.core.sanitize import sanitize_text
 from signaltty.core.states import ATTENTION_RANK, Attention
@@ -686,7 +686,7 @@ class Router:
             if pane.last_message is not None:
                 item["last_message"] = pane.last_message
             if pane.attention_since is not None:
-                item["attention_since"] = rules_iso(pane.attention_since)
+                item["attention_since"] = iso(pane.attention_since)
             if pane.pending_decision is not None:
                 item["decision_id"] = pane.pending_decision.id
             out.append(item)
@@ -722,12 +722,6 @@ class Router:
 def _focus_key(pane: Pane) -> tuple[int, float, str]:
     # Highest attention, then most recent activity, then pane id (states.md §6).
     return (ATTENTION_RANK[pane.attention], pane.last_activity_at, pane.id)
-
-
-def rules_iso(ts: float) -> str | None:
-    from signaltty.core.model import iso
-
-    return iso(ts)
 
 
 def _spawn_result(pane: Pane) -> dict[str, Any]:

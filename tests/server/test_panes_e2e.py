@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
-import subprocess
 import sys
 import textwrap
 import time
@@ -14,7 +12,6 @@ import time
 import psutil
 import pytest
 
-from signaltty.proto.client import Client
 from signaltty.proto.envelope import SignalttyError
 from tests.conftest import DaemonProc, wait_until
 

@@ -12,7 +12,7 @@ from signaltty.agents.adapters import adapter_for
 from signaltty.core import rules
 from signaltty.core.model import Decision
 from signaltty.core.rules import Alert, Emit
-from signaltty.core.states import Attention, Lifecycle
+from signaltty.core.states import Attention
 from tests.unit.test_rules import NOW, make_pane
 
 
