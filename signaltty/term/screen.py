@@ -27,7 +27,7 @@ import copy
 import re
 import unicodedata
 from collections import Counter, deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from itertools import islice
 from operator import itemgetter
 from typing import Any, Final, NamedTuple
@@ -318,6 +318,22 @@ class VirtualScreen(abc.ABC):
         """
 
     @abc.abstractmethod
+    def take_dirty_rows(self) -> set[int] | None:
+        """Rows of the visible grid changed since the previous call (any ``take_dirty*``),
+        WITHOUT applying pending bytes; clears the flags. ``None`` means "any row may have
+        changed" (scroll, resize, buffer switch); an empty set means nothing changed.
+
+        The 500 ms screen-rule sweep uses this so it re-renders only changed rows and never
+        does a drain's work on the event loop (agents.md §5; issue #4 "render only dirty
+        lines"). It may over-report, never under-report.
+        """
+
+    @abc.abstractmethod
+    def peek_rows(self, ys: Iterable[int] | None = None) -> list[str]:
+        """Right-trimmed text of rows ``ys`` (all rows when None) of the active grid as
+        applied so far — pending bytes are NOT applied first (see ``take_dirty_rows``)."""
+
+    @abc.abstractmethod
     def reset(self) -> None:
         """Back to the initial state: no pending bytes, blank grid, empty history."""
 
@@ -433,7 +449,10 @@ class HardenedScreen(pyte.Screen):
         history: rendered, right-trimmed rows scrolled off the top of the main grid; the
             oldest rows fall off after ``maxlen`` (HISTORY_LINES, protocol.md §9).
         alt_active: True while the alternate grid is shown.
-        changed: set by every operation that may change visible cells; cleared by the owner.
+        changed: set by every operation that may change cells anywhere on the grid (scrolls,
+            erases of whole rows, mode and buffer switches); cleared by the owner.
+        rows_dirty: rows changed by row-local operations (a draw that fits on its row, EL,
+            ECH, REP) since the owner last cleared it — a spinner redraw dirties one row.
         draw_progress: index in the string passed to the last ``draw`` call being processed;
             lets the stream resume after the faulting character if ``draw`` ever raises.
     """
@@ -445,6 +464,7 @@ class HardenedScreen(pyte.Screen):
         self.history: deque[str] = deque(maxlen=history_lines)
         self.alt_active = False
         self.changed = True
+        self.rows_dirty: set[int] = set()
         self.draw_progress = 0
         self._main: tuple[_Grid, Cursor] | None = None
         self._saved: Savepoint | None = None
@@ -568,12 +588,18 @@ class HardenedScreen(pyte.Screen):
                 if end in line:
                     self._split_wide_right(line, end)
                 cursor.x = end
-            else:
-                self._put_narrow(data, 0)
+                self._last_char = data[-1]
+                self.rows_dirty.add(cursor.y)
+                return
+        # Wrapping moves down row by row; a scroll on the way sets ``changed`` itself.
+        first = self.cursor.y
+        if data.isascii() and data.isprintable():
+            self._put_narrow(data, 0)
             self._last_char = data[-1]
         else:
             self._put_mixed(data)
-        self.changed = True
+        last = self.cursor.y
+        self.rows_dirty.update(range(min(first, last), max(first, last) + 1))
 
     def _put_narrow(self, text: str, base: int) -> None:
         """Write a run of width-1 characters, wrapping at the right edge (hot path)."""
@@ -696,7 +722,7 @@ class HardenedScreen(pyte.Screen):
         line.update(dict.fromkeys(range(x, x + n), glyphs[char]))
         self._split_wide_right(line, x + n)
         cursor.x = x + n
-        self.changed = True
+        self.rows_dirty.add(cursor.y)
 
     # --- scrolling ------------------------------------------------------------------------------
 
@@ -839,7 +865,7 @@ class HardenedScreen(pyte.Screen):
         else:
             line.update(dict.fromkeys(range(start, stop), blank))
         self._split_wide_right(line, stop)
-        self.changed = True
+        self.rows_dirty.add(y)
 
     def erase_in_display(self, how: int = 0, *_args: Any, **_kwargs: Any) -> None:
         """ED (and DECSED ``CSI ? J``, treated alike: no cell is protected).
@@ -2025,10 +2051,28 @@ class PyteScreen(VirtualScreen):
     def take_dirty(self) -> bool:
         self._apply_all()
         screen = self._screen
-        changed = screen.changed or bool(screen.dirty)
+        changed = screen.changed or bool(screen.dirty) or bool(screen.rows_dirty)
         screen.changed = False
         screen.dirty.clear()
+        screen.rows_dirty.clear()
         return changed
+
+    def take_dirty_rows(self) -> set[int] | None:
+        screen = self._screen
+        if screen.changed or screen.dirty:
+            rows = None
+        else:
+            rows = {y for y in screen.rows_dirty if 0 <= y < screen.lines}
+        screen.changed = False
+        screen.dirty.clear()
+        screen.rows_dirty.clear()
+        return rows
+
+    def peek_rows(self, ys: Iterable[int] | None = None) -> list[str]:
+        screen = self._screen
+        if ys is None:
+            ys = range(screen.lines)
+        return [screen.render_row(y) for y in ys]
 
     def reset(self) -> None:
         self._pending.clear()

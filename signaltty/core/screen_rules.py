@@ -1,0 +1,264 @@
+"""Screen rules: the regions of a screen and the winning rule (pure; Spec: agents.md §5).
+
+A ``ScreenRule`` is one compiled ``[[screen]]`` table. ``evaluate`` computes, for one
+``ScreenView`` (the visible rows, the OSC title and the latest OSC 9;4 payload), which rules
+match and which one wins; region texts are computed once per view and shared by every rule.
+Patterns are compiled with the ``regex`` library (Python ``re`` syntax, version 0) and every
+search runs under a time limit, so a catastrophic pattern in a user manifest costs at most
+``MATCH_TIMEOUT_S`` per rule instead of freezing the daemon; a timed-out search counts as no
+match and is reported in ``Evaluation.timed_out``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+import regex
+
+STATES: Final = ("working", "blocked", "idle", "hold")
+# Regions whose text is a list of screen lines (agents.md §5.2).
+LINE_REGIONS: Final = frozenset(
+    {
+        "bottom",
+        "top",
+        "screen",
+        "prompt_box",
+        "above_prompt_box",
+        "after_last_rule",
+        "after_last_prompt",
+        "before_current_prompt",
+        "without_current_prompt",
+    }
+)
+REGIONS: Final = LINE_REGIONS | {"title", "osc_progress"}
+DEFAULT_LINES: Final = {"bottom": 12, "top": 12}
+MAX_RULE_LINES: Final = 200
+MAX_REGION_LINES: Final = 200
+MAX_LINE_CHARS: Final = 1000
+MATCH_TIMEOUT_S: Final = 0.05
+FALLBACK_PRIORITY: Final = -1000
+FALLBACK_ID: Final = "idle_fallback"
+
+_RULE_CHAR: Final = "\u2500"  # ─
+# A Codex response line starts with one of these; a prompt line followed by one is history.
+_RESPONSE_MARKS: Final = ("•", "■", "✗", "✓")
+
+
+class PatternError(ValueError):
+    """A screen-rule pattern that does not compile; the message names the pattern."""
+
+
+def compile_pattern(text: str) -> regex.Pattern[str]:
+    """Compile one rule pattern (Python ``re`` syntax).
+
+    Raises:
+        PatternError: the pattern is not a string or does not compile.
+    """
+    if not isinstance(text, str):
+        raise PatternError(f"pattern must be a string, got {type(text).__name__}")
+    try:
+        return regex.compile(text, flags=regex.VERSION0)
+    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
+        raise PatternError(f"bad pattern {text!r}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenRule:
+    """One ``[[screen]]`` rule, compiled (agents.md §5.1).
+
+    ``lines`` is None for "the region's default" (12 for ``bottom``/``top``, all lines
+    otherwise). ``file`` and ``source`` (``bundled``/``user``) are shown by ``pane.explain``.
+    """
+
+    id: str
+    state: str
+    region: str = "bottom"
+    lines: int | None = None
+    regex: tuple[regex.Pattern[str], ...] = ()
+    all: tuple[regex.Pattern[str], ...] = ()
+    not_: tuple[regex.Pattern[str], ...] = ()
+    priority: int = 0
+    file: str = ""
+    source: str = "bundled"
+
+    @property
+    def label(self) -> str:
+        """Region label for ``pane.explain``: ``bottom(12)``, ``top(20)``, ``screen``, ``title``."""
+        n = self.lines if self.lines is not None else DEFAULT_LINES.get(self.region)
+        return f"{self.region}({n})" if n is not None else self.region
+
+    @property
+    def is_fallback(self) -> bool:
+        """True for the catch-all idle rule, which is never recovery evidence (states.md §3.8)."""
+        return self.priority <= FALLBACK_PRIORITY or self.id == FALLBACK_ID
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenView:
+    """What screen rules read from a pane.
+
+    Args:
+        rows: the visible rows of the active grid (alternate buffer when active), top first.
+        title: the pane title set by the program (OSC 0/1/2), or None when it set none — the
+            ``title`` region is then absent and its rules never match.
+        osc_progress: the latest valid OSC 9;4 payload after ``9;`` (``4;1;-1``), or None —
+            the ``osc_progress`` region is then absent (agents.md §5.2).
+    """
+
+    rows: Sequence[str]
+    title: str | None = None
+    osc_progress: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """Result of ``evaluate``: ``matched[i]`` for ``rules[i]``; ``winner`` is an index or None."""
+
+    matched: tuple[bool, ...]
+    winner: int | None
+    timed_out: tuple[str, ...] = ()
+
+
+def is_rule_line(line: str) -> bool:
+    """``─``-rule line: starts with at least three ``─`` or consists only of ``─`` (§5.2)."""
+    s = line.strip()
+    if not s.startswith(_RULE_CHAR):
+        return False
+    return s.startswith(_RULE_CHAR * 3) or s == _RULE_CHAR * len(s)
+
+
+def is_prompt_line(line: str) -> bool:
+    """Codex prompt line: after leading whitespace exactly ``›`` or starting with ``› ``."""
+    s = line.lstrip()
+    return s == "›" or s.startswith("› ")
+
+
+def _current_prompt(lines: Sequence[str]) -> int | None:
+    """Index of the last prompt line with no later response line (§5.2)."""
+    seen_response = False
+    for i in range(len(lines) - 1, -1, -1):
+        s = lines[i].lstrip()
+        if is_prompt_line(s):
+            if not seen_response:
+                return i
+            # An earlier prompt followed by a response is history; keep looking upwards,
+            # but any earlier prompt is followed by this response too.
+            return None
+        if s.startswith(_RESPONSE_MARKS):
+            seen_response = True
+    return None
+
+
+@dataclass(slots=True)
+class _Regions:
+    """Region texts of one view, computed lazily and cached (one sweep, many rules)."""
+
+    view: ScreenView
+    _lines: list[str] | None = None
+    _cache: dict[tuple[str, int | None], str | None] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            out = []
+            for row in self.view.rows:
+                row = row.rstrip()
+                if row:
+                    out.append(row[:MAX_LINE_CHARS])
+            self._lines = out
+        return self._lines
+
+    def text(self, region: str, n: int | None) -> str | None:
+        key = (region, n)
+        if key not in self._cache:
+            self._cache[key] = self._compute(region, n)
+        return self._cache[key]
+
+    def _compute(self, region: str, n: int | None) -> str | None:
+        if region == "title":
+            t = self.view.title
+            return None if t is None else t.replace("\n", " ")[:MAX_LINE_CHARS]
+        if region == "osc_progress":
+            return self.view.osc_progress
+        lines = self.lines()
+        if n is None:
+            n = DEFAULT_LINES.get(region)
+        if region == "top":
+            picked = lines[: min(n or MAX_REGION_LINES, MAX_REGION_LINES)]
+            return "\n".join(picked)
+        picked = _slice(region, lines)
+        keep = min(n, MAX_REGION_LINES) if n is not None else MAX_REGION_LINES
+        return "\n".join(picked[-keep:] if keep else [])
+
+
+def _slice(region: str, lines: list[str]) -> list[str]:
+    if region in ("bottom", "screen"):
+        return lines
+    if region in ("prompt_box", "above_prompt_box", "after_last_rule"):
+        rules = [i for i, line in enumerate(lines) if is_rule_line(line)]
+        if region == "after_last_rule":
+            return lines[rules[-1] + 1 :] if rules else lines
+        if len(rules) < 2:
+            return [] if region == "prompt_box" else lines
+        if region == "prompt_box":
+            return lines[rules[-2] + 1 : rules[-1]]
+        return lines[: rules[-2]]
+    if region == "after_last_prompt":
+        prompts = [i for i, line in enumerate(lines) if is_prompt_line(line)]
+        return lines[prompts[-1] + 1 :] if prompts else lines
+    current = _current_prompt(lines)
+    if region == "before_current_prompt":
+        return lines if current is None else lines[:current]
+    if region == "without_current_prompt":
+        return lines if current is None else []
+    raise ValueError(f"unknown region {region!r}")
+
+
+def _search(pattern: regex.Pattern[str], text: str) -> bool:
+    return pattern.search(text, timeout=MATCH_TIMEOUT_S) is not None
+
+
+def rule_matches(rule: ScreenRule, regions: _Regions) -> bool:
+    """Whether ``rule`` matches; raises ``TimeoutError`` when a search runs out of time."""
+    text = regions.text(rule.region, rule.lines)
+    if text is None:
+        return False
+    if rule.regex and not any(_search(p, text) for p in rule.regex):
+        return False
+    if not all(_search(p, text) for p in rule.all):
+        return False
+    return not any(_search(p, text) for p in rule.not_)
+
+
+def evaluate(rules: Sequence[ScreenRule], view: ScreenView) -> Evaluation:
+    """Match every rule against ``view``; the highest priority wins, ties go to the earlier rule.
+
+    ``rules`` must already be in file order, then declaration order (agents.md §5.1/§5.3).
+    """
+    regions = _Regions(view)
+    matched: list[bool] = []
+    timed_out: list[str] = []
+    winner: int | None = None
+    for i, rule in enumerate(rules):
+        try:
+            ok = rule_matches(rule, regions)
+        except TimeoutError:
+            ok = False
+            timed_out.append(rule.id)
+        matched.append(ok)
+        if ok and (winner is None or rule.priority > rules[winner].priority):
+            winner = i
+    return Evaluation(tuple(matched), winner, tuple(timed_out))
+
+
+def region_text(view: ScreenView, region: str, lines: int | None = None) -> str | None:
+    """The text a rule with ``region``/``lines`` reads (None = region absent). For tests and
+    ``pane.explain``-style diagnostics.
+
+    Raises:
+        ValueError: unknown region.
+    """
+    if region not in REGIONS:
+        raise ValueError(f"unknown region {region!r}")
+    return _Regions(view).text(region, lines)
