@@ -21,7 +21,7 @@ def modules_after(code: str) -> set[str]:
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-@pytest.mark.parametrize("module", ["signaltty.core.rules", "signaltty.core.waits", "signaltty.core.model", "signaltty.core.sanitize", "signaltty.core.ids"])
+@pytest.mark.parametrize("module", ["signaltty.core.rules", "signaltty.core.waits", "signaltty.core.model", "signaltty.core.sanitize", "signaltty.core.ids", "signaltty.core.layer_rules", "signaltty.core.screen_rules"])
 def test_core_is_stdlib_only(module):
     mods = modules_after(f"import {module}")
     signaltty_mods = {m for m in mods if m.startswith("signaltty.")}

@@ -1,0 +1,180 @@
+"""Transition rules of the weaker layers: OSC 7501 program status, screen rules, recovery.
+
+Pure, like ``core/rules.py``: each function updates the pane record in place and returns the
+effects in emission order; callers decide whether the layer has authority (states.md §2)
+before calling. Spec: states.md §3.3 (program status), §3.7 (screen rules), §3.8
+(stuck-working recovery); tables §9.5–§9.7.
+"""
+
+from __future__ import annotations
+
+from signaltty.core.limits import MAX_LAST_MESSAGE
+from signaltty.core.model import Pane
+from signaltty.core.rules import Alert, Effect, MarkDirty, clear_attention, raise_attention, set_lifecycle
+from signaltty.core.sanitize import sanitize_text
+from signaltty.core.states import ATTENTION_RANK, Attention, Lifecycle
+
+PROGRAM_STATUS = "program_status"
+SCREEN = "screen"
+RECOVERY = "recovery"
+RECOVERY_MESSAGE = "turn ended without a stop signal"
+
+
+def withdraw(pane: Pane, marker: str) -> list[Effect]:
+    """Clear a requirement raised by layer ``marker`` (states.md §1.1); reason = the layer."""
+    if pane.attention_marker != marker:
+        return []
+    return clear_attention(pane, marker)
+
+
+def _raise_requirement(pane: Pane, value: Attention, marker: str, cause: str, now: float) -> list[Effect]:
+    # Repeating a blocked state must not re-alert: raise only when it lifts attention.
+    if ATTENTION_RANK[value] <= ATTENTION_RANK[pane.attention]:
+        return []
+    return raise_attention(pane, value, marker, cause, now=now, marker=marker)
+
+
+def _turn_done(pane: Pane, source: str, now: float) -> list[Effect]:
+    effects = set_lifecycle(pane, Lifecycle.DONE, source, now=now)
+    effects += raise_attention(
+        pane, Attention.UNREAD, source, "turn_done", now=now,
+        alert=Alert(pane.id, "turn_done", "info", None, pane.last_message),
+    )
+    return effects
+
+
+def _message(pane: Pane, text: str | None) -> list[Effect]:
+    if not text:
+        return []
+    clean = sanitize_text(text, MAX_LAST_MESSAGE)
+    if not clean or clean == pane.last_message:
+        return []
+    pane.last_message = clean
+    return [MarkDirty()]
+
+
+def on_program_status(
+    pane: Pane, state: str, kind: str | None, message: str | None, *, now: float
+) -> list[Effect]:
+    """Apply a root OSC 7501 report to a pane with program-status authority (states.md §3.3).
+
+    Args:
+        state: ``idle working blocked done error`` (``clear`` is ``end_program_status``).
+        kind: ``permission``/``question``/``auth`` with ``blocked``, else None.
+        message: the report's ``msg`` (else ``title``); set as ``last_message`` only when the
+            report drives a change.
+
+    Returns:
+        Effects; empty when the report repeats the current state.
+    """
+    lc = pane.lifecycle
+    effects: list[Effect] = []
+    if state == "working":
+        if lc == Lifecycle.BLOCKED:
+            effects += withdraw(pane, PROGRAM_STATUS)
+        effects += set_lifecycle(pane, Lifecycle.WORKING, PROGRAM_STATUS, now=now)
+    elif state == "blocked":
+        changed = set_lifecycle(pane, Lifecycle.BLOCKED, PROGRAM_STATUS, now=now)
+        if kind == "permission":
+            raised = _raise_requirement(pane, Attention.PERMISSION_REQUIRED, PROGRAM_STATUS, "permission", now)
+        else:
+            raised = _raise_requirement(pane, Attention.INPUT_REQUIRED, PROGRAM_STATUS, "input", now)
+        if changed or raised:
+            effects += _message(pane, message)
+        return changed + raised + effects
+    elif state == "done":
+        if lc == Lifecycle.DONE:
+            return []
+        if lc == Lifecycle.BLOCKED:
+            effects += withdraw(pane, PROGRAM_STATUS)
+        effects += _message(pane, message)
+        return effects + _turn_done(pane, PROGRAM_STATUS, now)
+    elif state == "error":
+        if lc == Lifecycle.FAILED:
+            return []
+        effects += _message(pane, message)
+        effects += set_lifecycle(pane, Lifecycle.FAILED, PROGRAM_STATUS, now=now)
+        effects += raise_attention(pane, Attention.ERROR, PROGRAM_STATUS, "error", now=now)
+        return effects
+    elif state == "idle":
+        if lc == Lifecycle.WORKING:
+            return _message(pane, message) + _turn_done(pane, PROGRAM_STATUS, now)
+        if lc == Lifecycle.BLOCKED:
+            effects += withdraw(pane, PROGRAM_STATUS)
+            effects += set_lifecycle(pane, Lifecycle.IDLE, PROGRAM_STATUS, now=now)
+        elif lc == Lifecycle.UNKNOWN:
+            effects += set_lifecycle(pane, Lifecycle.IDLE, PROGRAM_STATUS, now=now)
+    if effects:
+        effects = _message(pane, message) + effects
+    return effects
+
+
+def end_program_status(pane: Pane, *, now: float) -> list[Effect]:
+    """Program-status authority ends (clear, RIS, OSC 133;A, another foreground program).
+
+    A live ``working``/``blocked`` lifecycle that came from program status becomes ``idle``
+    and its requirement is withdrawn; the caller drops the records (states.md §3.3).
+    """
+    effects: list[Effect] = []
+    if pane.lifecycle_source == PROGRAM_STATUS and pane.lifecycle in (
+        Lifecycle.WORKING,
+        Lifecycle.BLOCKED,
+    ):
+        effects += withdraw(pane, PROGRAM_STATUS)
+        effects += set_lifecycle(pane, Lifecycle.IDLE, PROGRAM_STATUS, now=now)
+    else:
+        effects += withdraw(pane, PROGRAM_STATUS)
+    return effects
+
+
+def on_screen_state(pane: Pane, state: str | None, *, now: float) -> list[Effect]:
+    """Apply the winning screen rule's state (states.md §3.7, table §9.5).
+
+    Args:
+        state: ``working``, ``blocked``, ``idle``, ``hold`` or None (no rule matched).
+
+    The screen never raises ``permission_required`` and never invents a state.
+    """
+    lc = pane.lifecycle
+    if state == "working":
+        effects = withdraw(pane, SCREEN) if lc == Lifecycle.BLOCKED else []
+        return effects + set_lifecycle(pane, Lifecycle.WORKING, SCREEN, now=now)
+    if state == "blocked":
+        effects = set_lifecycle(pane, Lifecycle.BLOCKED, SCREEN, now=now)
+        return effects + _raise_requirement(pane, Attention.INPUT_REQUIRED, SCREEN, "input", now)
+    if state == "idle":
+        if lc == Lifecycle.WORKING:
+            return _turn_done(pane, SCREEN, now)
+        if lc == Lifecycle.BLOCKED:
+            return withdraw(pane, SCREEN) + set_lifecycle(pane, Lifecycle.IDLE, SCREEN, now=now)
+    return []
+
+
+def recovery_candidate(pane: Pane) -> bool:
+    """A live pane left ``working`` by a hook or program status, with no pending decision."""
+    return (
+        pane.live
+        and pane.lifecycle == Lifecycle.WORKING
+        and pane.lifecycle_source in ("hook", PROGRAM_STATUS)
+        and pane.pending_decision is None
+    )
+
+
+def recovery_due(
+    evidence_since: float | None, last_signal_at: float | None, n: float, now: float
+) -> bool:
+    """Fire when evidence and silence both lasted ``n`` seconds (``n == 0`` disables)."""
+    if n <= 0 or evidence_since is None:
+        return False
+    quiet_since = last_signal_at if last_signal_at is not None else evidence_since
+    return now - evidence_since >= n and now - quiet_since >= n
+
+
+def recover(pane: Pane, *, now: float) -> list[Effect]:
+    """Stuck-working recovery fires: ``done`` + ``unread`` from source ``recovery`` (§3.8).
+
+    ``hooked`` and the authority are unchanged.
+    """
+    pane.last_message = RECOVERY_MESSAGE
+    effects: list[Effect] = [MarkDirty()]
+    return effects + _turn_done(pane, RECOVERY, now)

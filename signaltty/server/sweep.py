@@ -1,0 +1,245 @@
+"""The screen-rule sweep: every 500 ms, classify changed panes and watch for stuck turns.
+
+For each live pane the sweep keeps a copy of the visible rows and refreshes only the rows
+the screen reports dirty (``VirtualScreen.take_dirty_rows``, which never applies pending
+bytes on the loop). A pane is evaluated only when its rows, OSC title, OSC 9;4 payload,
+applicable rules or authority changed since its last evaluation:
+
+* authority ``screen`` (not hooked, no program status, has rules): the winning rule's state
+  is applied through ``core.layer_rules.on_screen_state`` (states.md §3.7);
+* hooked or program-status panes left ``working`` are evaluated in shadow mode for the
+  stuck-working recovery (states.md §3.8): a non-fallback ``idle`` winner (or, for a hooked
+  pane, an ``idle``/``done`` OSC 7501 root record) that lasts ``server.stuck_recovery_s``
+  while no hook or report arrives makes the pane ``done`` + ``unread``.
+
+Applicable rules come from the active catalog (``Catalog.rules_for(kind, process_name)``,
+agents.md §5.4), cached per pane until the catalog, the kind or the program changes.
+Spec: agents.md §5, states.md §3.7–§3.8, protocol.md §6 ``pane.explain``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from signaltty.core import layer_rules
+from signaltty.core.model import Pane, iso
+from signaltty.core.screen_rules import Evaluation, ScreenRule, ScreenView, evaluate
+from signaltty.core.states import Authority
+
+if TYPE_CHECKING:
+    from signaltty.server.daemon import Daemon
+    from signaltty.server.panes import PaneRuntime
+
+log = structlog.get_logger("signaltty.sweep")
+
+_NO_RULES: tuple[str, tuple[ScreenRule, ...]] = ("none", ())
+
+
+@dataclass(slots=True)
+class PaneSweep:
+    """What the sweep remembers about one pane between ticks."""
+
+    rows: list[str] = field(default_factory=list)
+    rules_key: tuple[Any, ...] | None = None
+    source: str = "none"
+    rules: tuple[ScreenRule, ...] = ()
+    view_key: tuple[Any, ...] | None = None
+    evaluation: Evaluation | None = None
+    evidence_since: float | None = None
+    evaluations: int = 0
+
+
+def _screen_view(pane: Pane, rows: list[str]) -> ScreenView:
+    progress = pane.osc_progress.get("raw") if pane.osc_progress else None
+    return ScreenView(rows, pane.title if pane.title_from_osc else None, progress)
+
+
+class ScreenSweep:
+    """The 500 ms loop (see module docstring); ``tick()`` is one pass, used by tests too."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.d = daemon
+        self.state: dict[str, PaneSweep] = {}
+        self.last_tick_s = 0.0
+        self.ticks = 0
+
+    # ---------------------------------------------------------------- loop
+
+    async def run(self) -> None:
+        interval = self.d.config.server.screen_sweep_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - one bad pane must not stop classification
+                log.exception("sweep.failed")
+
+    def tick(self) -> None:
+        """One pass over every pane; never raises for a single pane's failure."""
+        started = time.perf_counter()
+        now = self.d.store.now()
+        runtimes = self.d.runtimes
+        for pane_id in [p for p in self.state if p not in runtimes]:
+            del self.state[pane_id]
+        for pane_id, rt in list(runtimes.items()):
+            try:
+                self._sweep_pane(rt, now)
+            except Exception:  # noqa: BLE001
+                log.exception("sweep.pane_failed", pane_id=pane_id)
+        self.ticks += 1
+        self.last_tick_s = time.perf_counter() - started
+
+    # ---------------------------------------------------------------- one pane
+
+    def rules_for(self, pane: Pane) -> tuple[str, tuple[ScreenRule, ...]]:
+        """Applicable rules and their source (agents.md §5.4); ``("none", ())`` without any."""
+        catalog = getattr(self.d, "catalog", None)
+        if catalog is None:
+            return _NO_RULES
+        return catalog.rules_for(pane.agent.kind, pane.process_name)
+
+    def _refresh_rules(self, st: PaneSweep, pane: Pane) -> None:
+        key = (id(getattr(self.d, "catalog", None)), pane.agent.kind, pane.process_name)
+        if key != st.rules_key:
+            st.rules_key = key
+            st.source, st.rules = self.rules_for(pane)
+            st.view_key = None  # re-evaluate with the new rules
+        pane.screen_rules = bool(st.rules)
+
+    def _refresh_rows(self, st: PaneSweep, rt: PaneRuntime) -> None:
+        screen = rt.screen
+        dirty = screen.take_dirty_rows()
+        rows_n = screen.size[1]
+        if dirty is None or len(st.rows) != rows_n:
+            st.rows = screen.peek_rows()
+            st.view_key = None
+        elif dirty:
+            for y, text in zip(sorted(dirty), screen.peek_rows(sorted(dirty))):
+                if st.rows[y] != text:
+                    st.rows[y] = text
+                    st.view_key = None
+
+    def _sweep_pane(self, rt: PaneRuntime, now: float) -> None:
+        pane = rt.pane
+        st = self.state.get(pane.id)
+        if st is None:
+            st = self.state[pane.id] = PaneSweep()
+        if not rt.live:
+            st.evidence_since = None
+            return
+        self._refresh_rules(st, pane)
+        if not st.rules:
+            st.evaluation = None
+            self._recovery(st, rt, now)
+            return
+        self._refresh_rows(st, rt)
+        authority = pane.authority
+        shadow = authority != Authority.SCREEN
+        if shadow and not layer_rules.recovery_candidate(pane):
+            st.evidence_since = None
+            return
+        progress = pane.osc_progress.get("raw") if pane.osc_progress else None
+        view_key = (pane.title if pane.title_from_osc else None, progress, authority)
+        if view_key != st.view_key or st.evaluation is None:
+            st.view_key = view_key
+            st.evaluation = evaluate(st.rules, _screen_view(pane, st.rows))
+            st.evaluations += 1
+            if st.evaluation.timed_out:
+                log.warning("sweep.rule_timeout", pane_id=pane.id, rules=list(st.evaluation.timed_out))
+            if not shadow:
+                winner = st.evaluation.winner
+                state = st.rules[winner].state if winner is not None else None
+                self.d.store.apply(layer_rules.on_screen_state(pane, state, now=now))
+        if shadow:
+            self._recovery(st, rt, now)
+
+    def _evidence(self, st: PaneSweep, pane: Pane) -> bool:
+        ev = st.evaluation
+        if ev is not None and ev.winner is not None:
+            rule = st.rules[ev.winner]
+            if rule.state == "idle" and not rule.is_fallback:
+                return True
+        status = pane.program_status
+        return bool(pane.hooked and status and status.get("state") in ("idle", "done"))
+
+    def _recovery(self, st: PaneSweep, rt: PaneRuntime, now: float) -> None:
+        pane = rt.pane
+        n = self.d.config.server.stuck_recovery_s
+        if n <= 0 or not layer_rules.recovery_candidate(pane) or not self._evidence(st, pane):
+            st.evidence_since = None
+            return
+        if st.evidence_since is None:
+            st.evidence_since = now
+        since = self.evidence_start(st, pane)
+        if layer_rules.recovery_due(since, pane.last_signal_at, n, now):
+            log.info("sweep.recovered", pane_id=pane.id, after_s=round(now - since, 1))
+            st.evidence_since = None
+            self.d.store.apply(layer_rules.recover(pane, now=now))
+
+    @staticmethod
+    def evidence_start(st: PaneSweep, pane: Pane) -> float:
+        """When the current evidence counts from: a hook, report or lifecycle change restarts it."""
+        starts = [st.evidence_since or 0.0, pane.last_signal_at or 0.0, pane.lifecycle_since or 0.0]
+        return max(starts)
+
+    # ---------------------------------------------------------------- pane.explain
+
+    def explain(self, pane: Pane, rt: PaneRuntime | None) -> dict[str, Any]:
+        """``pane.explain`` (protocol.md §6): a fresh, read-only evaluation of the pane.
+
+        A pane without a live process lists its rules unevaluated (``matched`` false).
+        """
+        live = rt is not None and rt.live
+        source, rules = self.rules_for(pane)
+        ev = None
+        if rules and rt is not None and live:
+            ev = evaluate(rules, _screen_view(pane, rt.screen.peek_rows()))
+        winner = ev.winner if ev is not None else None
+        st = self.state.get(pane.id)
+        now = self.d.store.now()
+        n = self.d.config.server.stuck_recovery_s
+        recovery: dict[str, Any] | None = None
+        if live and layer_rules.recovery_candidate(pane):
+            since = self.evidence_start(st, pane) if st and st.evidence_since is not None else None
+            recovery = {
+                "armed": n > 0,
+                "evidence": since is not None,
+                "since": iso(since),
+                "fires_in_s": round(max(0.0, since + n - now), 1) if since is not None and n > 0 else None,
+            }
+        authority = pane.authority
+        return {
+            "pane_id": pane.id,
+            "kind": pane.agent.kind,
+            "catalog_id": pane.agent.catalog_id,
+            "process": pane.process_name,
+            "source": source if rules else "none",
+            "live": live,
+            "hooked": pane.hooked,
+            "authority": authority.value,
+            "classifies": authority == Authority.SCREEN,
+            "matched": (
+                {"id": rules[winner].id, "state": rules[winner].state, "index": winner}
+                if winner is not None
+                else None
+            ),
+            "rules": [
+                {
+                    "id": r.id,
+                    "state": r.state,
+                    "region": r.label,
+                    "priority": r.priority,
+                    "matched": ev.matched[i] if ev is not None else False,
+                    "file": r.file,
+                }
+                for i, r in enumerate(rules)
+            ],
+            "osc_progress": pane.osc_progress,
+            "program_status": pane.program_status,
+            "recovery": recovery,
+        }

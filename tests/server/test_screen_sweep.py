@@ -1,0 +1,345 @@
+"""Screen rules, OSC 7501 program status and stuck-working recovery through a real daemon.
+
+A driver program in a real PTY writes exactly what the test sends (echo off), so each case
+puts a chosen screen or OSC 7501 report in front of the daemon's 500 ms sweep. The rules are
+a user manifest of kind ``claude`` in the agents directory, which replaces the bundled Claude
+rules for every Claude pane (agents.md §5.4). Spec: states.md §3.3, §3.7, §3.8, tables
+§9.5–§9.7; protocol.md §6 ``pane.explain``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from signaltty.proto.envelope import SignalttyError
+from tests.conftest import DaemonProc, wait_until
+
+PY = sys.executable
+
+MANIFEST = r"""
+[agent]
+id = "stub-claude"
+kind = "claude"
+binaries = ["stub-claude"]
+
+[[screen]]
+id = "approval"
+state = "blocked"
+region = "bottom"
+lines = 6
+regex = ['Allow this action\?']
+priority = 300
+
+[[screen]]
+id = "busy"
+state = "working"
+regex = ['(?m)^[\u2800-\u28ff] Working']
+priority = 100
+
+[[screen]]
+id = "transcript"
+state = "hold"
+regex = ['showing transcript']
+priority = 90
+
+[[screen]]
+id = "prompt_ready"
+state = "idle"
+region = "prompt_box"
+regex = ['(?m)^❯']
+priority = 40
+
+[[screen]]
+id = "idle_fallback"
+state = "idle"
+regex = ['']
+priority = -1000
+"""
+
+DRIVER = textwrap.dedent(
+    """
+    import json, os, sys, termios
+    attrs = termios.tcgetattr(0)
+    attrs[3] &= ~termios.ECHO
+    termios.tcsetattr(0, termios.TCSANOW, attrs)
+    os.write(1, b"driver ready\\r\\n")
+    for line in sys.stdin:
+        os.write(1, json.loads(line).encode())
+    """
+)
+
+CLEAR = "\x1b[2J\x1b[H"
+WORKING = CLEAR + "\u2819 Working (3s)\r\n"
+IDLE_BOX = CLEAR + "answer text\r\n" + "─" * 20 + "\r\n❯ \r\n" + "─" * 20 + "\r\n"
+APPROVAL = CLEAR + "Bash(rm -rf build)\r\nAllow this action?\r\n  1. Yes\r\n  2. No\r\n"
+PLAIN = CLEAR + "some output without any sign\r\n"
+
+
+@pytest.fixture
+def d(tmp_root: Path) -> Iterator[DaemonProc]:
+    agents = tmp_root / "config" / "signaltty" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "stub-claude.toml").write_text(MANIFEST, encoding="utf-8")
+    (tmp_root / "config" / "signaltty" / "config.toml").write_text(
+        "[server]\nstuck_recovery_s = 2\nscreen_sweep_ms = 200\n", encoding="utf-8"
+    )
+    (tmp_root / "driver.py").write_text(DRIVER, encoding="utf-8")
+    dp = DaemonProc(tmp_root)
+    dp.start()
+    try:
+        yield dp
+    finally:
+        dp.stop()
+        assert not dp.kill_leftovers()
+
+
+def spawn_driver(d: DaemonProc, hint: str = "claude") -> str:
+    ws = d.call("workspace.create", {"name": "w"})["workspace"]["id"]
+    pane = d.call(
+        "pane.spawn",
+        {"workspace_id": ws, "argv": [PY, str(d.root / "driver.py")], "agent_hint": hint},
+    )["pane"]
+    wait_until(lambda: "driver ready" in d.call("pane.read", {"pane_id": pane["id"]})["text"])
+    return pane["id"]
+
+
+def show(d: DaemonProc, pane_id: str, text: str) -> None:
+    data = (json.dumps(text) + "\r").encode()
+    d.call("pane.input", {"pane_id": pane_id, "data_b64": base64.b64encode(data).decode()})
+
+
+def get(d: DaemonProc, pane_id: str) -> dict[str, Any]:
+    return d.call("pane.get", {"pane_id": pane_id})["pane"]
+
+
+def wait_state(d: DaemonProc, pane_id: str, lifecycle: str, attention: str | None = None, timeout: float = 10) -> dict[str, Any]:
+    def ok() -> dict[str, Any] | None:
+        p = get(d, pane_id)
+        if p["lifecycle"] == lifecycle and (attention is None or p["attention"] == attention):
+            return p
+        return None
+
+    try:
+        return wait_until(ok, timeout=timeout)
+    except AssertionError:
+        raise AssertionError(f"pane never reached {lifecycle}/{attention}: {get(d, pane_id)}") from None
+
+
+def report(payload: str) -> str:
+    return f"\x1b]7501;{payload}\x1b\\"
+
+
+def hook(d: DaemonProc, pane_id: str, event: str) -> dict[str, Any]:
+    return d.call("hook-event", {"agent": "claude", "event": event, "pane_id": pane_id, "payload": {}})
+
+
+# ---------------------------------------------------------------- §9.5
+
+def test_screen_rules_classify_an_unhooked_pane(d: DaemonProc) -> None:
+    pid = spawn_driver(d)
+    assert get(d, pid)["lifecycle"] == "unknown"
+    show(d, pid, WORKING)
+    p = wait_state(d, pid, "working", "none")  # S1
+    assert p["lifecycle_source"] == "screen" and p["authority"] == "screen"
+    show(d, pid, APPROVAL)
+    wait_state(d, pid, "blocked", "input_required")  # S3
+    show(d, pid, WORKING)
+    wait_state(d, pid, "working", "none")  # S4
+    show(d, pid, IDLE_BOX)
+    p = wait_state(d, pid, "done", "unread")  # S2
+    assert p["lifecycle_source"] == "screen"
+
+
+def test_fallback_and_hold_change_nothing(d: DaemonProc) -> None:
+    pid = spawn_driver(d)
+    show(d, pid, PLAIN)  # S7: idle_fallback on unknown → nothing
+    wait_until(lambda: d.call("pane.explain", {"pane_id": pid})["matched"]["id"] == "idle_fallback")
+    time.sleep(0.5)
+    assert get(d, pid)["lifecycle"] == "unknown"
+    show(d, pid, WORKING)
+    wait_state(d, pid, "working")
+    show(d, pid, CLEAR + "showing transcript\r\n")  # S8: hold
+    wait_until(lambda: d.call("pane.explain", {"pane_id": pid})["matched"]["id"] == "transcript")
+    time.sleep(0.5)
+    assert get(d, pid)["lifecycle"] == "working"
+
+
+def test_explain_lists_every_rule_with_region_and_result(d: DaemonProc) -> None:
+    pid = spawn_driver(d)
+    show(d, pid, APPROVAL)
+    wait_state(d, pid, "blocked")
+    ex = d.call("pane.explain", {"pane_id": pid})
+    assert ex["source"] == "user" and ex["kind"] == "claude" and ex["live"] and not ex["hooked"]
+    assert ex["authority"] == "screen" and ex["classifies"]
+    assert ex["matched"] == {"id": "approval", "state": "blocked", "index": 0}
+    rules = {r["id"]: r for r in ex["rules"]}
+    assert rules["approval"]["region"] == "bottom(6)" and rules["approval"]["matched"]
+    assert rules["busy"]["region"] == "bottom(12)" and not rules["busy"]["matched"]
+    assert rules["prompt_ready"]["region"] == "prompt_box" and rules["prompt_ready"]["priority"] == 40
+    assert rules["idle_fallback"]["matched"]
+    assert all(r["file"].endswith("stub-claude.toml") for r in ex["rules"])
+    assert ex["program_status"] is None and ex["recovery"] is None
+
+
+def test_explain_errors(d: DaemonProc) -> None:
+    with pytest.raises(SignalttyError) as exc:
+        d.call("pane.explain", {"pane_id": "pane_nope"})
+    assert exc.value.code == "NO_SUCH_PANE"
+    with pytest.raises(SignalttyError) as exc:
+        d.call("pane.explain", {})
+    assert exc.value.code == "BAD_PARAMS"
+
+
+def test_explain_of_an_exited_pane_lists_rules_unevaluated(d: DaemonProc) -> None:
+    pid = spawn_driver(d)
+    d.call("pane.signal", {"pane_id": pid, "signal": "KILL"})
+    wait_until(lambda: get(d, pid)["live"]["state"] == "exited")
+    ex = d.call("pane.explain", {"pane_id": pid})
+    assert not ex["live"] and ex["authority"] == "none" and ex["matched"] is None
+    assert ex["rules"] and not any(r["matched"] for r in ex["rules"])
+
+
+def test_hooked_pane_is_not_classified_by_the_screen_and_recovers(d: DaemonProc) -> None:
+    pid = spawn_driver(d)
+    hook(d, pid, "UserPromptSubmit")
+    p = wait_state(d, pid, "working")
+    assert p["authority"] == "hook" and p["lifecycle_source"] == "hook"
+    show(d, pid, APPROVAL)  # S11: the screen does not decide for a hooked pane
+    time.sleep(1.0)
+    assert get(d, pid)["lifecycle"] == "working"
+    show(d, pid, IDLE_BOX)  # R1: non-fallback idle evidence for N = 2 s
+    wait_until(lambda: (d.call("pane.explain", {"pane_id": pid})["recovery"] or {}).get("evidence"))
+    ex = d.call("pane.explain", {"pane_id": pid})
+    assert ex["recovery"]["armed"] and ex["recovery"]["fires_in_s"] <= 2
+    p = wait_state(d, pid, "done", "unread", timeout=8)
+    assert p["lifecycle_source"] == "recovery" and p["hooked"] and p["authority"] == "hook"
+    assert p["last_message"] == "turn ended without a stop signal"
+
+
+def test_a_hook_restarts_the_recovery_timer_and_fallback_never_fires(d: DaemonProc) -> None:
+    pid = spawn_driver(d)
+    hook(d, pid, "UserPromptSubmit")
+    wait_state(d, pid, "working")
+    show(d, pid, PLAIN)  # R3: only idle_fallback
+    time.sleep(3.5)
+    assert get(d, pid)["lifecycle"] == "working"
+    show(d, pid, IDLE_BOX)
+    wait_until(lambda: (d.call("pane.explain", {"pane_id": pid})["recovery"] or {}).get("evidence"))
+    for _ in range(3):  # R2: hooks every second keep it from firing
+        time.sleep(1.0)
+        hook(d, pid, "PostToolUse")
+    assert get(d, pid)["lifecycle"] == "working"
+    wait_state(d, pid, "done", "unread", timeout=8)
+
+
+# ---------------------------------------------------------------- §9.6
+
+QUERY_PROBE = textwrap.dedent(
+    """
+    import os, sys, termios, time, tty
+    tty.setraw(0)
+    os.write(1, b"\\x1b]7501;?\\x1b\\\\")
+    got = b""
+    deadline = time.time() + 5
+    while not got.endswith(b"\\x1b\\\\") and time.time() < deadline:
+        got += os.read(0, 64)
+    os.write(1, b"REPLY=" + repr(got).encode() + b"\\r\\n")
+    time.sleep(30)
+    """
+)
+
+
+def test_p1_query_answered_at_once_without_a_viewer(d: DaemonProc) -> None:
+    (d.root / "probe.py").write_text(QUERY_PROBE, encoding="utf-8")
+    ws = d.call("workspace.create", {"name": "w"})["workspace"]["id"]
+    pid = d.call("pane.spawn", {"workspace_id": ws, "argv": [PY, str(d.root / "probe.py")], "agent_hint": "claude"})["pane"]["id"]
+    text = wait_until(lambda: (t := d.call("pane.read", {"pane_id": pid})["text"]) and "REPLY=" in t and t)
+    assert "REPLY=b'\\x1b]7501;?\\x1b\\\\'" in text
+    assert get(d, pid)["lifecycle"] == "unknown"
+
+
+def test_program_status_reports_drive_the_pane(d: DaemonProc) -> None:
+    pid = spawn_driver(d)
+    show(d, pid, report("state=working:app=stub"))
+    p = wait_state(d, pid, "working")  # P2
+    assert p["authority"] == "program_status" and p["lifecycle_source"] == "program_status"
+    show(d, pid, APPROVAL)  # P14: the screen does not run under program-status authority
+    time.sleep(0.8)
+    assert get(d, pid)["lifecycle"] == "working"
+    show(d, pid, report("state=blocked:kind=permission"))
+    wait_state(d, pid, "blocked", "permission_required")  # P3
+    show(d, pid, report("state=working:progress=40"))
+    p = wait_state(d, pid, "working", "none")  # P4
+    wait_until(lambda: (get(d, pid)["program_status"] or {}).get("progress") == 40)
+    show(d, pid, report("state=bogus"))  # P9: discarded
+    show(d, pid, report("id=task/1:state=idle"))  # child record only
+    wait_until(lambda: (get(d, pid)["program_status"] or {}).get("children"))
+    assert get(d, pid)["lifecycle"] == "working"
+    msg = base64.b64encode(b"Tests passed").decode().rstrip("=")
+    show(d, pid, report(f"state=done:msg={msg}"))
+    p = wait_state(d, pid, "done", "unread")  # P7
+    assert p["last_message"] == "Tests passed"
+    show(d, pid, report("state=working"))
+    wait_state(d, pid, "working")
+    show(d, pid, WORKING + report("state=clear"))  # P12: authority back to the screen
+    p = wait_state(d, pid, "idle")
+    assert p["program_status"] is None
+    p = wait_state(d, pid, "working")  # the screen rules run again: the spinner is visible
+    assert p["authority"] == "screen" and p["lifecycle_source"] == "screen"
+
+
+def test_prompt_start_and_ris_end_program_status(d: DaemonProc) -> None:
+    pid = spawn_driver(d)
+    show(d, pid, report("state=working"))
+    wait_state(d, pid, "working")
+    show(d, pid, "\x1b]133;A\x07")
+    p = wait_state(d, pid, "idle")
+    assert p["program_status"] is None
+    show(d, pid, report("state=blocked:kind=question"))
+    wait_state(d, pid, "blocked", "input_required")
+    show(d, pid, "\x1bc")
+    p = wait_state(d, pid, "idle", "none")
+    assert p["program_status"] is None
+
+
+def test_reports_on_a_hooked_pane_are_recorded_only_and_count_as_recovery_evidence(d: DaemonProc) -> None:
+    pid = spawn_driver(d)
+    hook(d, pid, "UserPromptSubmit")
+    wait_state(d, pid, "working")
+    show(d, pid, PLAIN + report("state=idle"))  # P11, then R5
+    wait_until(lambda: (get(d, pid)["program_status"] or {}).get("state") == "idle")
+    p = get(d, pid)
+    assert p["lifecycle"] == "working" and p["authority"] == "hook"
+    p = wait_state(d, pid, "done", "unread", timeout=8)
+    assert p["lifecycle_source"] == "recovery"
+
+
+def test_a_flood_of_reports_and_bad_base64_is_contained(d: DaemonProc) -> None:
+    pid = spawn_driver(d)
+    sub = d.client(timeout=None)
+    sub.call("subscribe", {"events": ["pane.program_status"]})
+    # A canonical-mode line holds at most 4095 bytes: send the flood 80 reports a line.
+    for n in range(40):
+        show(d, pid, "".join(report(f"state=working:progress={i % 101}") for i in range(n * 80, n * 80 + 80)))
+    show(d, pid, report("state=blocked:kind=permission:msg=!!!not-base64!!!"))
+    p = wait_state(d, pid, "blocked", "permission_required", timeout=20)
+    assert p["last_message"] is None  # the invalid msg was dropped, the report kept
+    time.sleep(0.6)
+    seen = 0
+    while True:
+        try:
+            sub.next_event(timeout=0.3)
+            seen += 1
+        except Exception:
+            break
+    sub.close()
+    assert 1 <= seen < 100, seen  # coalesced: not one event per report
+    assert d.call("server.status")["pid"]
