@@ -66,7 +66,10 @@ class ScreenSweep:
         self.d = daemon
         self.state: dict[str, PaneSweep] = {}
         self.last_tick_s = 0.0
+        self.max_tick_s = 0.0
+        self.total_tick_s = 0.0
         self.ticks = 0
+        self.evaluations = 0
 
     # ---------------------------------------------------------------- loop
 
@@ -92,7 +95,19 @@ class ScreenSweep:
             except Exception:  # noqa: BLE001
                 log.exception("sweep.pane_failed", pane_id=pane_id)
         self.ticks += 1
-        self.last_tick_s = time.perf_counter() - started
+        self.last_tick_s = spent = time.perf_counter() - started
+        self.total_tick_s += spent
+        self.max_tick_s = max(self.max_tick_s, spent)
+
+    def stats(self) -> dict[str, Any]:
+        """Sweep counters for ``server.status`` (benchmarks read them): times in ms."""
+        return {
+            "ticks": self.ticks,
+            "evaluations": self.evaluations,
+            "last_tick_ms": round(self.last_tick_s * 1000, 3),
+            "max_tick_ms": round(self.max_tick_s * 1000, 3),
+            "mean_tick_ms": round(self.total_tick_s * 1000 / self.ticks, 3) if self.ticks else 0.0,
+        }
 
     # ---------------------------------------------------------------- one pane
 
@@ -149,6 +164,7 @@ class ScreenSweep:
             st.view_key = view_key
             st.evaluation = evaluate(st.rules, _screen_view(pane, st.rows))
             st.evaluations += 1
+            self.evaluations += 1
             if st.evaluation.timed_out:
                 log.warning("sweep.rule_timeout", pane_id=pane.id, rules=list(st.evaluation.timed_out))
             if not shadow:
