@@ -70,8 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--name", help="workspace name (default: workspace)")
     n.add_argument("--cwd", help="working directory (default: the current one)")
     n.add_argument("--agent", help="catalog agent id instead of a command")
-    n.add_argument("--prompt", help="first prompt for --agent")
-    n.add_argument("--bypass", action="store_true", help="launch --agent with its automatic-permission flags")
+    _launch_flags(n)
     n.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="program and arguments")
 
     w = sub.add_parser("workspace", parents=[common], help="list, show, rename, close workspaces").add_subparsers(dest="sub", required=True, metavar="ACTION")
@@ -88,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = pn.add_parser("spawn", parents=[common])
     sp.add_argument("--workspace", required=True)
     sp.add_argument("--cwd")
-    sp.add_argument("--agent")
+    sp.add_argument("--agent", help="catalog agent id instead of a command")
+    _launch_flags(sp)
     sp.add_argument("--hint")
     sp.add_argument("--label")
     sp.add_argument("--parent-pane")
@@ -99,9 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     sl = pn.add_parser("split", parents=[common])
     sl.add_argument("id")
     sl.add_argument("--cwd")
-    sl.add_argument("--agent")
+    sl.add_argument("--agent", help="catalog agent id instead of a command")
+    _launch_flags(sl)
     sl.add_argument("--label")
-    sl.add_argument("cmd_argv", nargs=argparse.REMAINDER)
+    sl.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
     ls = pn.add_parser("list", parents=[common])
     ls.add_argument("--workspace")
     ls.add_argument("--live", action="store_true", default=None)
@@ -132,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     wo.add_argument("--new-only", action="store_true", help="only output arriving after the call")
     wo.add_argument("--timeout", type=float, help="seconds (default 30); exit 124 on timeout")
     pn.add_parser("attach", parents=[common], help="interactive view; Ctrl+] detaches").add_argument("id")
+    pn.add_parser(
+        "explain", parents=[common], help="why the pane has its state: authority, rules, program status"
+    ).add_argument("id")
     for name in ("close", "mark-seen", "resume"):
         x = pn.add_parser(name, parents=[common])
         x.add_argument("id")
@@ -187,6 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     at = sub.add_parser("attention", parents=[common], help="panes that need you")
     at.add_argument("--limit", type=int, help="at most this many panes (1-500, default 50)")
+    ag = sub.add_parser("agents", parents=[common], help="agent catalog manifests").add_subparsers(dest="sub", required=True, metavar="ACTION")
+    ag.add_parser("list", parents=[common], help="loaded manifests (bundled and user) and failed files")
+    ag.add_parser("reload", parents=[common], help="re-read the user agents directory (like SIGHUP)")
+    ag.add_parser(
+        "catalog", parents=[common], help="agents you can launch with --agent: installed on PATH or not"
+    ).add_argument("--refresh", action="store_true", help="re-run PATH hydration and look again")
     integration_cmd.add_parser(sub, common)
     service_cmd.add_parser(sub, common)
     return ap
@@ -284,6 +294,12 @@ def _run(args: argparse.Namespace) -> int:
             return _out(args, r, f"answered {r['decision_id']} with {r['option_id']}")
         if cmd == "permission":
             return _permission(args, cl)
+        if cmd == "agents" and args.sub in ("list", "reload"):
+            r = cl.call("agents." + args.sub)
+            return _out(args, r, _agents_table(r))
+        if cmd == "agents":
+            r = cl.call("agents.catalog", {"refresh": True if args.refresh else None})
+            return _out(args, r, _catalog_table(r))
         if cmd == "attention":
             r = cl.call("attention.pending", {"limit": args.limit})
             human = "\n".join(render.attention_line(a) for a in r["panes"]) or "(nothing needs you)"
@@ -345,6 +361,84 @@ def _try_status(sock: str) -> dict[str, Any] | None:
         return None
 
 
+def _agents_table(r: dict[str, Any]) -> str:
+    """``agents list|reload`` human output: id/kind/source/file table, then the failures."""
+    rows = [(m["id"], m["kind"], m["source"], m["file"]) for m in r.get("manifests", [])]
+    head = ("ID", "KIND", "SOURCE", "FILE")
+    widths = [max(len(x[i]) for x in [head, *rows]) for i in range(3)]
+    lines = [f"agents dir: {r.get('dir') or '(none)'}"]
+    for row in [head, *rows]:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + "  " + row[3])
+    failures = r.get("failures", [])
+    if failures:
+        lines.append(f"{len(failures)} failed:")
+        lines += [f"  {f['file']}: {f['error']}" for f in failures]
+    return "\n".join(lines)
+
+
+def _catalog_table(r: dict[str, Any]) -> str:
+    """``agents catalog`` human output: installed agents first (with their path), then the rest."""
+    hyd = r.get("path_hydration") or {}
+    lines = [f"PATH hydration: {hyd.get('state', '?')}" + (f" (+{len(hyd['added'])} dirs)" if hyd.get("added") else "")]
+    for installed in (True, False):
+        rows = [a for a in r.get("agents", []) if bool(a["installed"]) is installed]
+        if not rows:
+            continue
+        lines.append("installed:" if installed else "not installed:")
+        for a in rows:
+            where = a.get("path") if installed else (a.get("install_url") or a.get("homepage") or "")
+            if a.get("missing_requires"):
+                where = "needs " + ", ".join(a["missing_requires"])
+            lines.append(f"  {a['id']:<14} {a['display_name']:<20} {a['integration']:<7} {where or ''}".rstrip())
+    return "\n".join(lines)
+
+
+def _launch_flags(parser: argparse.ArgumentParser) -> None:
+    """``--prompt``, ``--bypass``/``--no-bypass``, ``--continue`` for ``--agent`` launches
+    (protocol.md §10; agents.md §4.4). Without ``--bypass``/``--no-bypass`` the daemon's
+    default applies (config ``agents.automatic_permissions`` for claude, codex, antigravity)."""
+    parser.add_argument("--prompt", help="first prompt for --agent (one argument, never a shell string)")
+    parser.add_argument(
+        "--bypass",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="launch --agent with (or, --no-bypass, without) its automatic-permission flags",
+    )
+    parser.add_argument(
+        "--continue", dest="continue_", action="store_true", help="continue the agent's last conversation"
+    )
+
+
+def _launch_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``prompt``/``bypass``/``continue`` request fields (absent when not given)."""
+    return {"prompt": args.prompt, "bypass": args.bypass, "continue": True if args.continue_ else None}
+
+
+def _split_tail(args: argparse.Namespace) -> list[str] | None:
+    """``pane split ID [--cwd] [--agent ID] … [-- cmd]``: after the positional ID argparse's
+    REMAINDER holds the options too; parse those written before ``--`` (or all of them when
+    no command follows) into ``args`` and return the command, else ``None``."""
+    rest = list(args.cmd_argv or [])
+    if "--" in rest:
+        cut = rest.index("--")
+        opts, cmd = rest[:cut], rest[cut + 1 :]
+    elif rest and rest[0].startswith("-"):
+        opts, cmd = rest, []
+    else:
+        opts, cmd = [], rest
+    if opts:
+        tail = argparse.ArgumentParser(prog="signaltty pane split ID", add_help=False)
+        tail.add_argument("--json", action="store_true", default=None)
+        tail.add_argument("--cwd")
+        tail.add_argument("--agent")
+        tail.add_argument("--label")
+        _launch_flags(tail)
+        for key, value in vars(tail.parse_args(opts)).items():
+            if value is not None and value is not False:
+                setattr(args, key, value)
+    return cmd or None
+
+
 def _new(args: argparse.Namespace, cl: Client) -> int:
     argv = _command(args.cmd_argv)
     if argv is None and args.agent is None:
@@ -357,8 +451,7 @@ def _new(args: argparse.Namespace, cl: Client) -> int:
                 "workspace_id": ws["id"],
                 "argv": argv if args.agent is None else None,
                 "agent": args.agent,
-                "prompt": args.prompt,
-                "bypass": True if args.bypass else None,
+                **_launch_params(args),
             },
         )
     except SignalttyError:
@@ -398,6 +491,7 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
                 "workspace_id": args.workspace,
                 "argv": argv if args.agent is None else None,
                 "agent": args.agent,
+                **_launch_params(args),
                 "cwd": args.cwd,
                 "agent_hint": args.hint,
                 "label": args.label,
@@ -409,10 +503,10 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
         )
         return _out(args, r, r["pane"]["id"])
     if sub == "split":
-        argv = _command(args.cmd_argv)
+        argv = _split_tail(args)
         r = cl.call(
             "pane.split",
-            {"pane_id": args.id, "argv": argv, "agent": args.agent, "cwd": args.cwd, "label": args.label},
+            {"pane_id": args.id, "argv": argv, "agent": args.agent, **_launch_params(args), "cwd": args.cwd, "label": args.label},
         )
         return _out(args, r, r["pane"]["id"])
     if sub == "list":
@@ -462,6 +556,9 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
     if sub == "resume":
         r = cl.call("pane.resume", {"pane_id": args.id})
         return _out(args, r, f"resumed {r['pane']['id']}: {' '.join(r['pane']['agent']['resume_argv'] or [])}")
+    if sub == "explain":
+        r = cl.call("pane.explain", {"pane_id": args.id})
+        return _out(args, r, render.explain(r))
     if sub == "submit":
         text = sys.stdin.read() if args.stdin else args.text
         r = cl.call(

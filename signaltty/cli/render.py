@@ -72,3 +72,34 @@ def event_line(ev: dict[str, Any]) -> str:
     pane = payload.get("pane_id") or (payload.get("pane") or {}).get("id") or ""
     rest = {k: v for k, v in payload.items() if k not in ("pane_id", "pane", "workspace")}
     return f"{ev.get('seq', '-'):>6} {ev['event']:<22} {pane} {dumps(rest) if rest else ''}".rstrip()
+
+
+def explain(r: dict[str, Any]) -> str:
+    """``pane explain`` as text: one header block, then one line per rule (winner marked)."""
+    matched = r.get("matched") or {}
+    lines = [
+        f"pane {r['pane_id']}  kind {r['kind']}"
+        + (f"  catalog {r['catalog_id']}" if r.get("catalog_id") else "")
+        + f"  process {r.get('process') or '-'}  {'live' if r['live'] else 'not live'}",
+        f"authority {r['authority']}  hooked {str(r['hooked']).lower()}  "
+        f"screen rules {'classify' if r['classifies'] else 'do not classify'}  (rules from {r['source']})",
+        f"winner: {matched['id']} ({matched['state']}, #{matched['index']})" if matched else "winner: none",
+    ]
+    for i, rule in enumerate(r.get("rules") or []):
+        mark = "*" if matched and matched.get("index") == i else ("+" if rule["matched"] else " ")
+        lines.append(
+            f" {mark} {i:>2} {rule['id']:<28} {rule['state']:<8} {rule['priority']:>6}  {rule['region']}"
+        )
+    if r.get("osc_progress"):
+        lines.append(f"osc progress: {r['osc_progress'].get('raw')}")
+    ps = r.get("program_status")
+    if ps:
+        lines.append(f"program status: {ps.get('state') or '-'} ({len(ps.get('children') or [])} child records)")
+    rec = r.get("recovery")
+    if rec:
+        lines.append(
+            "recovery: "
+            + ("armed" if rec["armed"] else "disabled")
+            + (f", evidence since {rec['since']}, fires in {rec['fires_in_s']} s" if rec["evidence"] else ", no evidence")
+        )
+    return "\n".join(lines)

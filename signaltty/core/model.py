@@ -273,6 +273,10 @@ class Pane:
     attention_marker: str | None = None
     exit_applied: bool = False
     title_from_osc: bool = False
+    # runtime: the pane has applicable screen rules (set by the sweep, agents.md §5.4)
+    screen_rules: bool = False
+    # runtime: last accepted hook or OSC 7501 report (stuck-working recovery, states.md §3.8)
+    last_signal_at: float | None = None
 
     @property
     def authority(self) -> Authority:
@@ -283,6 +287,8 @@ class Pane:
             return Authority.HOOK
         if self.program_status is not None and self.program_status.get("state"):
             return Authority.PROGRAM_STATUS
+        if self.screen_rules:
+            return Authority.SCREEN
         return Authority.NONE
 
     def to_wire(self, *, persist: bool = False) -> dict[str, Any]:

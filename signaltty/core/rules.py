@@ -607,6 +607,7 @@ def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
         effects += raise_effects
     # 15. hooked; a layer-raised requirement is withdrawn
     pane.hooked = True
+    pane.last_signal_at = now
     if pane.attention_marker in ("screen", "program_status"):
         effects += clear_attention(pane, "hook")
     return HookOutcome(True, effects=effects, decision_id=decision_id)

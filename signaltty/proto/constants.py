@@ -50,6 +50,10 @@ METHODS: Final[tuple[str, ...]] = (
     "permission.list",
     "pane.resume",
     "pane.submit",
+    "pane.explain",
+    "agents.list",
+    "agents.reload",
+    "agents.catalog",
 )
 
 # Calls that hold the connection until they finish (protocol.md §3 "single-flight calls");

@@ -252,5 +252,15 @@ MODELS.update(
         "permission.list": PermissionList,
         "pane.resume": PaneRef,
         "pane.submit": PaneSubmit,
+        "pane.explain": PaneRef,
+        "agents.list": Empty,
+        "agents.reload": Empty,
     }
 )
+
+
+class AgentsCatalog(Params):
+    refresh: bool | None = None
+
+
+MODELS["agents.catalog"] = AgentsCatalog

@@ -19,17 +19,23 @@ from typing import Any
 import structlog
 
 from signaltty import __version__
+from signaltty.agents.catalog import Catalog, load_catalog
 from signaltty.core import rules
 from signaltty.core.ids import new_id
+from signaltty.core.model import Pane
+from signaltty.core.refresh import Detection
+from signaltty.proto.envelope import SignalttyError
 from signaltty.server import persistence
 from signaltty.server.bus import Bus
 from signaltty.server.config import Config, load_config
 from signaltty.server.hooks import HookService
 from signaltty.server.listener import Listener
 from signaltty.server.panes import PaneRuntime
+from signaltty.server.refresh import ProcessRefresher, builtin_detect
 from signaltty.server.router import Router
 from signaltty.server.spawning import Spawner
 from signaltty.server.store import Store
+from signaltty.server.sweep import ScreenSweep
 from signaltty.system import paths, sdnotify, shellpath
 from signaltty.system.logging import configure_logging
 
@@ -66,6 +72,10 @@ class Daemon:
         self.default_socket = paths.is_default_socket(socket_flag)
         self.state_dir = paths.state_dir(state_dir_flag)
         self.agents_dir_flag = agents_dir_flag
+        # --agents-dir > $SIGNALTTY_AGENTS_DIR > config agents.dir > XDG (agents.md §4.2);
+        # resolved once: reloads re-read this directory, they do not re-resolve it.
+        self.agents_dir = paths.agents_dir(agents_dir_flag, self.config.agents.dir)
+        self.catalog: Catalog = Catalog.empty(str(self.agents_dir))  # loaded in prepare()
         self.instance_id = new_id("inst")
         self.started_mono = time.monotonic()
         self.bus = Bus()
@@ -91,6 +101,8 @@ class Daemon:
         self._hurry = False
         self.dbus_service: Any = None  # signaltty.desktop.dbus.DbusService once started
         self.notifier: Any = None  # signaltty.desktop.notify.Notifier once started
+        self.refresher: ProcessRefresher | None = None  # process refresh, set in run()
+        self.sweep = ScreenSweep(self)
 
     # ---------------------------------------------------------------- start
 
@@ -106,6 +118,7 @@ class Daemon:
             log.error("config.invalid", error=self.config_error)
         for warning in self.config_warnings:
             log.warning("config.warning", warning=warning)
+        self._load_catalog_at_start()
         try:
             paths.check_socket_path(self.socket_path)
             if self.default_socket:
@@ -136,6 +149,63 @@ class Daemon:
             os.close(fd)
             raise StartupError(f"state dir in use: {self.state_dir}") from None
         self._lock_fd = fd
+
+    def _load_catalog_at_start(self) -> None:
+        """Bundled + user manifests; an unlistable agents dir is logged, never fatal (agents.md §4.2)."""
+        try:
+            self.catalog = load_catalog(self.agents_dir)
+        except OSError as exc:
+            log.error("agents.dir_unlistable", dir=str(self.agents_dir), error=exc.strerror or str(exc))
+            self.catalog = load_catalog(None)
+            self.catalog.dir = str(self.agents_dir)
+            self.catalog.failures.append(
+                {"file": str(self.agents_dir), "error": f"cannot list directory: {exc.strerror or exc}"}
+            )
+        log.info("agents.loaded", entries=len(self.catalog.entries()), failures=len(self.catalog.failures))
+
+    def reload_agents(self) -> dict[str, Any]:
+        """``agents.reload``: re-read the agents directory and swap the whole catalog.
+
+        Returns:
+            The new ``agents.list`` shape (protocol.md §6); emits ``agents.reloaded
+            {manifests, failures}``.
+
+        Raises:
+            SignalttyError: ``IO_ERROR`` when the directory exists but cannot be listed; the
+                active catalog stays.
+        """
+        try:
+            catalog = load_catalog(self.agents_dir)
+        except OSError as exc:
+            log.error("agents.reload_failed", dir=str(self.agents_dir), error=exc.strerror or str(exc))
+            raise SignalttyError(
+                "IO_ERROR", f"cannot list agents dir {self.agents_dir}: {exc.strerror or exc}"
+            ) from None
+        self.catalog = catalog
+        listing = catalog.listing()
+        log.info("agents.reloaded", entries=len(listing["manifests"]), failures=len(listing["failures"]))
+        self.store.emit("agents.reloaded", {"manifests": listing["manifests"], "failures": listing["failures"]})
+        return listing
+
+    def detect_program(self, name: str) -> Detection | None:
+        """Kind of a program name: user then bundled manifests, then builtin names (agents.md §3.1)."""
+        entry = self.catalog.detect(name)
+        if entry is not None:
+            return Detection(entry.kind, entry.id, entry.display_name)
+        return builtin_detect(name)
+
+    def _foreground_seen(self, pane: Pane, process_name: str | None) -> None:
+        # A different foreground program ends program-status authority (states.md §3.3).
+        rt = self.runtimes.get(pane.id)
+        if rt is not None:
+            rt.status.on_foreground(process_name)
+
+    def _on_sighup(self) -> None:
+        log.info("daemon.sighup", action="reload")
+        try:
+            self.reload_agents()
+        except SignalttyError:
+            pass  # logged by reload_agents; the active set stays
 
     def _restore(self) -> None:
         restored = persistence.load_snapshot(self.state_dir)
@@ -170,8 +240,12 @@ class Daemon:
         self._socket_ino = os.stat(self.socket_path).st_ino
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_shutdown)
-        loop.add_signal_handler(signal.SIGHUP, lambda: log.info("daemon.sighup", action="reload"))
+        loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
         self._spawn_bg(self._flusher(), "flusher")
+        self.refresher = ProcessRefresher(self, detect=self.detect_program)
+        self.refresher.on_foreground.append(self._foreground_seen)
+        self._spawn_bg(self.refresher.run(), "proc-refresh")
+        self._spawn_bg(self.sweep.run(), "screen-sweep")
         interval = sdnotify.watchdog_interval_s()
         if interval:
             self._spawn_bg(self._watchdog(interval), "watchdog")
@@ -211,8 +285,22 @@ class Daemon:
             log.info("shellpath.done", added=len(result.added))
         else:
             log.warning("shellpath.failed", reason=result.reason)
-        self.path_hydration = {"state": result.state, "added": result.added}
+        # A refresh keeps what earlier runs added: those segments are in PATH already.
+        before = [x for x in self.path_hydration.get("added", []) if x not in result.added]
+        self.path_hydration = {"state": result.state, "added": [*before, *result.added]}
         sdnotify.status(f"listening on {self.socket_path}; PATH hydration {result.state}")
+
+    async def refresh_path_hydration(self) -> None:
+        """``agents.catalog {refresh: true}``: run the login-shell probe again and wait for it
+        (≤ 5 s); joins a run already in progress; nothing when disabled (desktop-and-service.md §5).
+        """
+        if self.path_hydration.get("state") == "disabled":
+            return
+        if self.hydrated.is_set():
+            self.hydrated.clear()  # spawns arriving meanwhile wait for the new PATH
+            self.path_hydration = {**self.path_hydration, "state": "pending"}
+            self._spawn_bg(self._hydrate(), "path-hydration")
+        await self.wait_hydration()
 
     async def wait_hydration(self) -> None:
         """A spawn arriving while hydration runs waits for it, at most 5 s (§5 "ordering")."""

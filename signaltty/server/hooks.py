@@ -19,6 +19,7 @@ import structlog
 from signaltty.agents import permission, resume
 from signaltty.agents.adapters import adapter_for
 from signaltty.agents.adapters.base import Adapter
+from signaltty.agents.adapters.overlay import resolve_adapter
 from signaltty.core import rules
 from signaltty.core.ids import new_id
 from signaltty.core.limits import MAX_HOOK_PAYLOAD
@@ -137,7 +138,7 @@ class HookService:
             raise SignalttyError("RATE_LIMITED", "payload larger than 256 KiB", {"field": "payload"})
         if payload is not None and not isinstance(payload, dict):
             raise SignalttyError("BAD_PARAMS", "payload must be a JSON object or null", {"field": "payload"})
-        adapter = adapter_for(p.agent)
+        adapter = resolve_adapter(getattr(self.d, "catalog", None), p.agent)
         # 1. native permission synthesis
         decision: Decision | None = None
         now = self.store.now()
@@ -312,7 +313,7 @@ class HookService:
         except ValueError as exc:
             raise SignalttyError("BAD_PARAMS", str(exc), {"field": "agent_session_id"}) from None
         kind = p.agent or (pane.agent.kind if pane.agent.kind not in ("none",) else "generic")
-        adapter = adapter_for(kind)
+        adapter = resolve_adapter(getattr(self.d, "catalog", None), kind)
         if adapter is None:
             raise SignalttyError("BAD_PARAMS", f"unknown agent: {kind}", {"field": "agent"})
         source = "adapter"

@@ -35,6 +35,7 @@ from signaltty.core.ids import new_id
 from signaltty.proto.envelope import SignalttyError
 from signaltty.term import osc
 from signaltty.term import pty as ptymod
+from signaltty.server.status_layer import ProgramStatusLayer
 from signaltty.term.screen import PyteScreen, VirtualScreen
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ class PaneRuntime:
         self._last_progress_emit = 0.0
         self._exit_waiters: list[asyncio.Future[None]] = []
         self.on_exit_hooks: list[Callable[[PaneRuntime], None]] = []
+        self.status = ProgramStatusLayer(store, pane)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -107,6 +109,7 @@ class PaneRuntime:
         """Adopt a spawned process: start the pump and the exit watcher."""
         self.proc = proc
         self.eof = False
+        self.status.reset()
         self._start_reading()
         self.watcher = ptymod.ExitWatcher(self._loop, proc.pid, self._on_child_exit)
 
@@ -193,15 +196,16 @@ class PaneRuntime:
         replies: list[bytes] = []
         has_viewer = bool(self.viewers)
         prefed = 0
+        da1 = 0
         for item in items:
-            if not isinstance(item, osc.Query) or len(replies) >= _MAX_REPLIES_PER_CHUNK:
+            if not isinstance(item, osc.Query) or len(replies) + da1 >= _MAX_REPLIES_PER_CHUNK:
                 continue
             if item.kind == osc.QUERY_PROGRAM_STATUS:
                 replies.append(b"\x1b]7501;?\x1b\\")
             elif has_viewer:
                 continue
             elif item.kind == osc.QUERY_DA1:
-                replies.append(b"\x1b[?62;22c")
+                da1 += 1  # after every OSC reply of the chunk: DA1 is the programs' sentinel
             elif item.kind == osc.QUERY_DSR_STATUS:
                 replies.append(b"\x1b[0n")
             elif item.kind == osc.QUERY_DSR_CURSOR:
@@ -217,6 +221,7 @@ class PaneRuntime:
                 colour = "ffff/ffff/ffff" if num == "10" else "0000/0000/0000"
                 term = b"\x07" if item.raw.endswith(b"\x07") else b"\x1b\\"
                 replies.append(f"\x1b]{num};rgb:{colour}".encode() + term)
+        replies += [b"\x1b[?62;22c"] * da1
         if replies and self.live:
             self._write_now(b"".join(replies))
         return prefed
@@ -253,6 +258,15 @@ class PaneRuntime:
                     effects = rules.on_cwd(pane, path, is_dir=os.path.isdir(path))
                 case osc.Progress(state=state, percent=percent, raw=raw):
                     self._queue_progress({"state": state, "percent": percent, "raw": raw, "at": now})
+                    continue
+                case osc.ProgramStatus(payload=payload):
+                    self.status.on_report(payload)
+                    continue
+                case osc.PromptStart():
+                    self.status.on_prompt_start()
+                    continue
+                case osc.Reset():
+                    self.status.on_reset()
                     continue
                 case _:
                     continue
@@ -451,6 +465,7 @@ class PaneRuntime:
         if self._progress_handle is not None:
             self._progress_handle.cancel()
             self._progress_handle = None
+        self.status.reset()
         if self.eof:
             self._close_master()
         for fut in self._exit_waiters:

@@ -21,9 +21,10 @@ import structlog
 from pydantic import ValidationError
 
 from signaltty import __version__
+from signaltty.agents import launch
 from signaltty.core import limits, rules, waits
 from signaltty.core.ids import new_id, unique_handle
-from signaltty.core.model import Pane, Workspace, iso
+from signaltty.core.model import AgentInfo, Pane, Workspace, iso
 from signaltty.core.rules import NotificationInput
 from signaltty.core.sanitize import sanitize_text
 from signaltty.core.states import ATTENTION_RANK, Attention
@@ -74,6 +75,8 @@ class Router:
     def __init__(self, daemon: Daemon) -> None:
         self.d = daemon
         self.store = daemon.store
+        self.detection = launch.DetectionCache()  # agents.catalog; cleared by refresh
+        self._pastes: set[asyncio.Task[None]] = set()  # pending after-start prompts
         self._handlers: dict[str, Handler] = {
             name: getattr(self, "m_" + name.replace(".", "_").replace("-", "_"))
             for name in constants.METHODS
@@ -154,6 +157,7 @@ class Router:
                 "name_owned": bool(d.dbus_service is not None and d.dbus_service.name_owned),
             },
             "connections": d.listener.stats() if d.listener else {},
+            "sweep": d.sweep.stats(),
         }
         if d.config_error:
             result["config_error"] = d.config_error
@@ -247,6 +251,11 @@ class Router:
         cwd = self._cwd(p.cwd, ws.cwd)
         size = clamp_size(p.cols, p.rows, (limits.COLS_DEFAULT, limits.ROWS_DEFAULT))
         env = spawning.check_request_env(p.env)
+        plan, agent = await self._catalog_launch(p, p.agent_hint) if argv is None else (None, None)
+        if plan is not None:
+            argv = plan.argv
+            env = {**env, **plan.env_add}
+        assert argv is not None
         pane = await self.d.spawner.spawn_new(
             ws,
             argv,
@@ -258,46 +267,148 @@ class Router:
             parent=parent,
             relationship=p.relationship,
             after=None,
+            agent=agent,
         )
+        self._schedule_paste(pane, plan)
         return _spawn_result(pane)
 
     async def m_pane_split(self, conn: Connection | None, p: P.PaneSplit) -> dict[str, Any]:
         src = self._pane(p.pane_id)
         ws = self._workspace(src.workspace_id)
+        argv: list[str] | None
         if p.argv is None and p.agent is None:
+            _no_launch_fields(p)
             shell = os.environ.get("SHELL") or "sh"
             argv = [shell]
         else:
             argv = self._command(p)
         cwd = self._cwd(p.cwd, src.cwd if os.path.isdir(src.cwd) else ws.cwd)
+        plan, agent = await self._catalog_launch(p, None) if argv is None else (None, None)
+        if plan is not None:
+            argv = plan.argv
+        assert argv is not None
         pane = await self.d.spawner.spawn_new(
             ws,
             argv,
             cwd=cwd,
             size=(src.cols, src.rows),
-            request_env={},
+            request_env=dict(plan.env_add) if plan is not None else {},
             label=p.label,
             agent_hint=None,
             parent=None,
             relationship=None,
             after=src.id,
+            agent=agent,
         )
+        self._schedule_paste(pane, plan)
         return _spawn_result(pane)
 
-    def _command(self, p: P._Command) -> list[str]:
+    def _command(self, p: P._Command) -> list[str] | None:
+        """The request's ``argv`` (checked), or ``None`` for a catalog launch (``agent``)."""
         if (p.argv is None) == (p.agent is None):
             raise SignalttyError("BAD_PARAMS", "exactly one of argv or agent is required", {"field": "argv"})
         if p.agent is None:
-            for name, value in (("prompt", p.prompt), ("bypass", p.bypass), ("continue", p.continue_)):
-                if value is not None:
-                    raise SignalttyError("BAD_PARAMS", f"{name} is only valid with agent", {"field": name})
+            _no_launch_fields(p)
             assert p.argv is not None
             for arg in p.argv:
                 if "\x00" in arg:
                     raise SignalttyError("BAD_PARAMS", "argv must not contain NUL", {"field": "argv"})
             return list(p.argv)
-        # The agent catalog arrives with the agent-awareness work; until then no id is known.
-        raise SignalttyError("BAD_PARAMS", f"unknown agent: {p.agent}", {"field": "agent"})
+        return None
+
+    async def _catalog_launch(
+        self, p: P._Command, hint: str | None
+    ) -> tuple[launch.LaunchPlan, AgentInfo]:
+        """Resolve ``p.agent`` on the hydrated PATH and build its launch (agents.md §4.4).
+
+        Detection is redone for every launch (the catalog listing may be cached; a launch
+        must not start a path that has gone, nor refuse a tool installed since).
+
+        Raises:
+            SignalttyError: ``BAD_PARAMS`` "unknown agent: X", "agent not installed: X"
+                (``details.missing_requires``), or a prompt/bypass/continue error.
+        """
+        assert p.agent is not None
+        catalog = getattr(self.d, "catalog", None)
+        entry = catalog.entry(p.agent) if catalog is not None else None
+        if entry is None:
+            raise SignalttyError("BAD_PARAMS", f"unknown agent: {p.agent}", {"field": "agent"})
+        await self.d.wait_hydration()
+        found = self.detection.fresh(entry, os.environ.get("PATH", os.defpath))
+        if not found.installed or found.path is None:
+            raise SignalttyError(
+                "BAD_PARAMS",
+                f"agent not installed: {p.agent}",
+                {"field": "agent", "missing_requires": list(found.missing_requires)},
+            )
+        plan = launch.build_argv(
+            entry,
+            found.path,
+            prompt=p.prompt,
+            bypass=p.bypass,
+            continue_=p.continue_,
+            automatic_permissions=self.d.config.agents.automatic_permissions,
+        )
+        kind = entry.kind
+        if hint is not None:
+            kind = hint if hint in spawning.KNOWN_HINTS else "none"
+        info = AgentInfo(
+            kind=kind,
+            catalog_id=entry.id,
+            display_name=entry.display_name,
+            launch_prefix=list(plan.launch_prefix),
+        )
+        return plan, info
+
+    def _schedule_paste(self, pane: Pane, plan: launch.LaunchPlan | None) -> None:
+        """After-start prompt: paste it after ``plan.delay_ms`` unless the pane's process
+        instance has ended or been replaced by then (agents.md §4.4)."""
+        if plan is None or plan.paste is None:
+            return
+        rt = self.d.runtimes.get(pane.id)
+        if rt is None:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._paste_after_start(rt, pane.process_instance, plan.paste, plan.delay_ms),
+            name=f"paste-{pane.id}",
+        )
+        self._pastes.add(task)
+        task.add_done_callback(self._pastes.discard)
+
+        def cancel(_: PaneRuntime) -> None:
+            task.cancel()
+
+        def unhook(_: asyncio.Task[None]) -> None:
+            if cancel in rt.on_exit_hooks:
+                rt.on_exit_hooks.remove(cancel)
+
+        rt.on_exit_hooks.append(cancel)
+        task.add_done_callback(unhook)
+
+    async def _paste_after_start(self, rt: PaneRuntime, instance: str | None, text: str, delay_ms: int) -> None:
+        pane_id = rt.pane.id
+
+        def current() -> bool:
+            return (
+                self.d.runtimes.get(pane_id) is rt
+                and rt.live
+                and not rt.closed
+                and rt.pane.process_instance == instance
+            )
+
+        try:
+            await asyncio.sleep(delay_ms / 1000)
+            if not current():
+                log.info("agent.prompt_skipped", pane_id=pane_id, reason="pane not live")
+                return
+            await rt.write_input(launch.paste_bytes(text), limits.INPUT_BUDGET_S)
+            await asyncio.sleep(launch.PASTE_ENTER_DELAY_MS / 1000)
+            if not current():
+                return
+            await rt.write_input(b"\r", limits.INPUT_BUDGET_S)
+            log.info("agent.prompt_pasted", pane_id=pane_id, bytes=len(text.encode("utf-8", "replace")))
+        except SignalttyError as exc:
+            log.info("agent.prompt_failed", pane_id=pane_id, code=exc.code, error=exc.message)
 
     @staticmethod
     def _cwd(cwd: str | None, default: str) -> str:
@@ -709,14 +820,49 @@ class Router:
             self._pane(p.pane_id)
         return self.d.hooks.permission_list(p.pane_id)
 
+    async def m_agents_list(self, conn: Connection | None, p: P.Empty) -> dict[str, Any]:
+        """``agents.list`` (protocol.md §6): the active catalog's manifests and failures."""
+        return self.d.catalog.listing()
+
+    async def m_agents_reload(self, conn: Connection | None, p: P.Empty) -> dict[str, Any]:
+        """``agents.reload`` (protocol.md §6). Raises ``IO_ERROR`` (dir unlistable; set kept)."""
+        return self.d.reload_agents()
+
     async def m_pane_resume(self, conn: Connection | None, p: P.PaneRef) -> dict[str, Any]:
         pane = self._pane(p.pane_id)
         if pane.live:
             raise SignalttyError("BAD_PARAMS", "pane is already live")
         return _spawn_result(await self.d.spawner.resume(pane))
 
+    async def m_pane_explain(self, conn: Connection | None, p: P.PaneRef) -> dict[str, Any]:
+        """Why the pane is classified as it is (protocol.md §6 ``pane.explain``)."""
+        return self.d.sweep.explain(self._pane(p.pane_id), self.d.runtimes.get(p.pane_id))
+
     async def m_pane_submit(self, conn: Connection | None, p: P.PaneSubmit) -> dict[str, Any]:
         return await submit.submit(self, p)
+
+    async def m_agents_catalog(self, conn: Connection | None, p: P.AgentsCatalog) -> dict[str, Any]:
+        """protocol.md §6 ``agents.catalog``: installed/available entries on the hydrated PATH;
+        ``refresh`` re-runs PATH hydration (≤ 5 s) and forgets cached detection."""
+        if p.refresh:
+            await self.d.refresh_path_hydration()
+            self.detection.clear()
+        else:
+            await self.d.wait_hydration()
+        catalog = getattr(self.d, "catalog", None)
+        entries = catalog.entries() if catalog is not None else []
+        hydration = self.d.path_hydration
+        return {
+            "path_hydration": {"state": hydration.get("state"), "added": list(hydration.get("added", []))},
+            "agents": launch.catalog_rows(entries, os.environ.get("PATH", os.defpath), self.detection),
+        }
+
+
+def _no_launch_fields(p: P._Command) -> None:
+    """``prompt``, ``bypass`` and ``continue`` are only valid with ``agent`` (protocol.md §5)."""
+    for name, value in (("prompt", p.prompt), ("bypass", p.bypass), ("continue", p.continue_)):
+        if value is not None:
+            raise SignalttyError("BAD_PARAMS", f"{name} is only valid with agent", {"field": name})
 
 
 def _focus_key(pane: Pane) -> tuple[int, float, str]:

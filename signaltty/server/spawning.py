@@ -16,6 +16,7 @@ import structlog
 from signaltty import __version__
 from signaltty.agents import codex_runtime, resume
 from signaltty.agents.adapters import adapter_for
+from signaltty.agents.process_name import program_name
 from signaltty.agents.registry import builtin_kind, display_name_for
 from signaltty.core import rules
 from signaltty.core.ids import new_id
@@ -28,6 +29,7 @@ from signaltty.server.panes import PaneRuntime
 from signaltty.term import pty as ptymod
 
 if TYPE_CHECKING:
+    from signaltty.agents.catalog import Catalog
     from signaltty.server.daemon import Daemon
 
 log = structlog.get_logger("signaltty.spawn")
@@ -90,12 +92,17 @@ def pane_environment(
     return env
 
 
-def detect_kind(argv0: str, hint: str | None) -> AgentInfo:
-    """Kind from a hint (unknown → ``none``) or the program basename (agents.md §3.1 step 3)."""
+def detect_kind(argv0: str, hint: str | None, catalog: Catalog | None = None) -> AgentInfo:
+    """Kind from a hint (unknown → ``none``), else from the program basename: user manifests,
+    then bundled ones, then builtin names, else ``generic`` (agents.md §3.1)."""
     if hint is not None:
         kind = hint if hint in KNOWN_HINTS else "none"
-    else:
-        kind = builtin_kind(os.path.basename(argv0)) or "generic"
+        return AgentInfo(kind=kind, display_name=display_name_for(kind))
+    name = os.path.basename(argv0)
+    entry = catalog.detect(name) if catalog is not None else None
+    if entry is not None:
+        return AgentInfo(kind=entry.kind, catalog_id=entry.id, display_name=entry.display_name)
+    kind = builtin_kind(name) or "generic"
     return AgentInfo(kind=kind, display_name=display_name_for(kind))
 
 
@@ -118,8 +125,12 @@ class Spawner:
         parent: Pane | None,
         relationship: str | None,
         after: str | None,
+        agent: AgentInfo | None = None,
     ) -> Pane:
         """Spawn ``argv`` in a new pane of ``ws`` (after pane ``after`` or at the end).
+
+        ``agent``: the pane's AgentInfo when the caller already knows it (a catalog launch,
+        agents.md §4.4); otherwise it is detected from ``argv[0]`` and ``agent_hint``.
 
         Raises:
             SignalttyError: ``RATE_LIMITED`` (too many live panes), ``SPAWN_FAILED`` with
@@ -157,7 +168,8 @@ class Spawner:
             label=(sanitize_text(label, MAX_LABEL) or None) if label is not None else None,
             cols=size[0],
             rows=size[1],
-            agent=detect_kind(stored[0], agent_hint),
+            agent=agent if agent is not None else detect_kind(stored[0], agent_hint, self.d.catalog),
+            process_name=program_name(stored) or None,
             lifecycle_source="spawn",
             lifecycle_since=now,
             parent_pane_id=parent.id if parent else None,

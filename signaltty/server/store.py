@@ -24,7 +24,7 @@ from signaltty.server.bus import Bus
 log = structlog.get_logger("signaltty.store")
 
 # Events that change only runtime evidence, never a persisted field (desktop-and-service §8.2).
-_RUNTIME_ONLY_EVENTS = frozenset({"pane.progress", "pane.program_status"})
+_RUNTIME_ONLY_EVENTS = frozenset({"pane.progress", "pane.program_status", "agents.reloaded"})
 
 
 class Store:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 BEGIN = "__SIGNALTTY_PATH_BEGIN__"
 END = "__SIGNALTTY_PATH_END__"
 TIMEOUT_S = 5.0
+MAX_PATH_BYTES = 256 * 1024
+_READ_BYTES = 64 * 1024
 _SCRIPT = f"printf '%s' {BEGIN}; printf '%s' \"$PATH\"; printf '%s' {END}"
 
 
@@ -52,6 +54,34 @@ def parse(output: bytes) -> str | None:
     return None if end < 0 else text[start:end]
 
 
+async def read_delimited(stream: asyncio.StreamReader) -> bytes:
+    """Read until the end delimiter, keeping only what ``parse`` needs.
+
+    An rc file may print megabytes: before the begin delimiter only the last few bytes are
+    kept, and a "PATH" longer than ``MAX_PATH_BYTES`` is given up on. Returns the begin
+    delimiter + PATH + end delimiter, or what was kept when the stream ended first.
+    """
+    begin, end = BEGIN.encode(), END.encode()
+    buf = b""
+    inside = False
+    while True:
+        chunk = await stream.read(_READ_BYTES)
+        if not chunk:
+            return buf
+        buf += chunk
+        if not inside:
+            i = buf.find(begin)
+            if i < 0:
+                buf = buf[-(len(begin) - 1) :]
+                continue
+            inside = True
+            buf = buf[i:]
+        if buf.find(end, len(begin)) >= 0:
+            return buf
+        if len(buf) > MAX_PATH_BYTES + len(begin) + len(end):
+            return b""
+
+
 def merge(current: str, found: str) -> tuple[str, list[str]]:
     """Keep ``current`` in order; append new absolute, non-empty segments of ``found``."""
     have = [p for p in current.split(":") if p]
@@ -83,7 +113,8 @@ async def hydrate(env: dict[str, str], *, timeout_s: float = TIMEOUT_S) -> Hydra
     except OSError as exc:
         return Hydration("failed", current, reason=f"cannot start {shell}: {exc.strerror}")
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+        assert proc.stdout is not None
+        out = await asyncio.wait_for(read_delimited(proc.stdout), timeout_s)
     except TimeoutError:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -97,8 +128,12 @@ async def hydrate(env: dict[str, str], *, timeout_s: float = TIMEOUT_S) -> Hydra
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
                 pass
+            await proc.wait()  # reap it and close the transport while the loop still runs
     found = parse(out)
     if found is None:
-        return Hydration("failed", current, reason=f"{shell} printed no PATH (exit {proc.returncode})")
+        code = proc.returncode
+        return Hydration(
+            "failed", current, reason=f"{shell} printed no PATH" + (f" (exit {code})" if code is not None else "")
+        )
     merged, added = merge(current, found)
     return Hydration("done", merged, added)

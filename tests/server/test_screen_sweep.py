@@ -89,7 +89,7 @@ def d(tmp_root: Path) -> Iterator[DaemonProc]:
     agents.mkdir(parents=True)
     (agents / "stub-claude.toml").write_text(MANIFEST, encoding="utf-8")
     (tmp_root / "config" / "signaltty" / "config.toml").write_text(
-        "[server]\nstuck_recovery_s = 2\nscreen_sweep_ms = 200\n", encoding="utf-8"
+        "[server]\nstuck_recovery_s = 2\nscreen_sweep_ms = 200\nproc_refresh_s = 2\n", encoding="utf-8"
     )
     (tmp_root / "driver.py").write_text(DRIVER, encoding="utf-8")
     dp = DaemonProc(tmp_root)
@@ -343,3 +343,33 @@ def test_a_flood_of_reports_and_bad_base64_is_contained(d: DaemonProc) -> None:
     sub.close()
     assert 1 <= seen < 100, seen  # coalesced: not one event per report
     assert d.call("server.status")["pid"]
+
+
+def test_explain_cli_text_and_json(d: DaemonProc) -> None:
+    pid = spawn_driver(d)
+    show(d, pid, APPROVAL)
+    wait_state(d, pid, "blocked")
+    r = d.cli("pane", "explain", pid)
+    assert r.returncode == 0, r.stderr
+    assert "winner: approval (blocked, #0)" in r.stdout and "authority screen" in r.stdout
+    assert " *  0 approval" in r.stdout
+    r = d.cli("--json", "pane", "explain", pid)
+    assert json.loads(r.stdout)["matched"]["id"] == "approval"
+    r = d.cli("pane", "explain", "pane_missing")
+    assert r.returncode == 1 and "NO_SUCH_PANE" in r.stderr
+
+
+def test_program_status_ends_when_the_foreground_program_goes_away(d: DaemonProc) -> None:
+    ws = d.call("workspace.create", {"name": "w"})["workspace"]["id"]
+    pid = d.call(
+        "pane.spawn",
+        {"workspace_id": ws, "argv": ["bash", "--norc", "--noprofile"], "agent_hint": "claude"},
+    )["pane"]["id"]
+    code = "import sys,time; sys.stdout.write(chr(27)+']7501;state=working'+chr(27)+chr(92)); sys.stdout.flush(); time.sleep(5)"
+    cmd = f"{PY} -c \"{code}\"; clear\r"
+    d.call("pane.input", {"pane_id": pid, "data_b64": base64.b64encode(cmd.encode()).decode()})
+    p = wait_state(d, pid, "working")
+    assert p["authority"] == "program_status"
+    wait_until(lambda: get(d, pid)["process_name"] == "python3", timeout=10)
+    p = wait_state(d, pid, "idle", timeout=15)  # back to bash: the reporter is gone
+    assert p["program_status"] is None and p["authority"] == "screen"
