@@ -11,7 +11,8 @@ match and is reported in ``Evaluation.timed_out``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -51,7 +52,7 @@ class PatternError(ValueError):
 
 
 def compile_pattern(text: str) -> regex.Pattern[str]:
-    """Compile one rule pattern (Python ``re`` syntax).
+    """Compile one rule pattern (Python ``re`` syntax, checked with ``re`` itself).
 
     Raises:
         PatternError: the pattern is not a string or does not compile.
@@ -59,8 +60,11 @@ def compile_pattern(text: str) -> regex.Pattern[str]:
     if not isinstance(text, str):
         raise PatternError(f"pattern must be a string, got {type(text).__name__}")
     try:
+        # The documented syntax is Python ``re``: reject what ``re`` rejects even where the
+        # ``regex`` library (used for its time limit) would be more lenient.
+        re.compile(text)
         return regex.compile(text, flags=regex.VERSION0)
-    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
+    except (re.error, regex.error, ValueError, OverflowError, RecursionError) as exc:
         raise PatternError(f"bad pattern {text!r}: {exc}") from None
 
 
@@ -118,7 +122,7 @@ class Evaluation:
 
     matched: tuple[bool, ...]
     winner: int | None
-    timed_out: tuple[str, ...] = ()
+    timed_out: tuple[int, ...] = ()
 
 
 def is_rule_line(line: str) -> bool:
@@ -231,21 +235,31 @@ def rule_matches(rule: ScreenRule, regions: _Regions) -> bool:
     return not any(_search(p, text) for p in rule.not_)
 
 
-def evaluate(rules: Sequence[ScreenRule], view: ScreenView) -> Evaluation:
+def evaluate(
+    rules: Sequence[ScreenRule], view: ScreenView, disabled: Collection[int] = ()
+) -> Evaluation:
     """Match every rule against ``view``; the highest priority wins, ties go to the earlier rule.
 
-    ``rules`` must already be in file order, then declaration order (agents.md §5.1/§5.3).
+    Args:
+        rules: in file order, then declaration order (agents.md §5.1/§5.3).
+        view: what the rules read.
+        disabled: ``id()`` of rules to skip (counted as not matching) — the sweep disables a
+            rule whose searches keep running out of time.
+
+    Returns:
+        ``Evaluation``; ``timed_out`` holds the indices of rules whose search ran out of time.
     """
     regions = _Regions(view)
     matched: list[bool] = []
-    timed_out: list[str] = []
+    timed_out: list[int] = []
     winner: int | None = None
     for i, rule in enumerate(rules):
-        try:
-            ok = rule_matches(rule, regions)
-        except TimeoutError:
-            ok = False
-            timed_out.append(rule.id)
+        ok = False
+        if not disabled or id(rule) not in disabled:
+            try:
+                ok = rule_matches(rule, regions)
+            except TimeoutError:
+                timed_out.append(i)
         matched.append(ok)
         if ok and (winner is None or rule.priority > rules[winner].priority):
             winner = i

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 log = structlog.get_logger("signaltty.sweep")
 
 _NO_RULES: tuple[str, tuple[ScreenRule, ...]] = ("none", ())
+# Work per tick before the remaining panes wait for the next one.
+TICK_BUDGET_S = 0.1
+# A rule whose search runs out of time this often is skipped until the catalog is reloaded.
+TIMEOUTS_TO_DISABLE = 3
 
 
 @dataclass(slots=True)
@@ -70,6 +74,12 @@ class ScreenSweep:
         self.total_tick_s = 0.0
         self.ticks = 0
         self.evaluations = 0
+        self.deferred = 0
+        self._start = 0  # round-robin start: panes cut off by the budget go first next tick
+        # id(rule) → searches that ran out of time; rules at the limit are skipped
+        self._timeouts: dict[int, int] = {}
+        self.disabled: dict[int, ScreenRule] = {}
+        self._catalog_id = 0
 
     # ---------------------------------------------------------------- loop
 
@@ -89,7 +99,17 @@ class ScreenSweep:
         runtimes = self.d.runtimes
         for pane_id in [p for p in self.state if p not in runtimes]:
             del self.state[pane_id]
-        for pane_id, rt in list(runtimes.items()):
+        items = list(runtimes.items())
+        if items:
+            self._start %= len(items)
+            items = items[self._start :] + items[: self._start]
+        for n, (pane_id, rt) in enumerate(items):
+            if time.perf_counter() - started > TICK_BUDGET_S:
+                # The rest keep their dirty rows and are swept first on the next tick, so a
+                # slow set of rules never holds the loop for long (README quality bar).
+                self._start += n
+                self.deferred += len(items) - n
+                break
             try:
                 self._sweep_pane(rt, now)
             except Exception:  # noqa: BLE001
@@ -107,7 +127,20 @@ class ScreenSweep:
             "last_tick_ms": round(self.last_tick_s * 1000, 3),
             "max_tick_ms": round(self.max_tick_s * 1000, 3),
             "mean_tick_ms": round(self.total_tick_s * 1000 / self.ticks, 3) if self.ticks else 0.0,
+            "deferred": self.deferred,
+            "disabled_rules": [f"{r.file}:{r.id}" for r in self.disabled.values()],
         }
+
+    def _evaluate(self, rules: tuple[ScreenRule, ...], view: ScreenView, pane_id: str) -> Evaluation:
+        ev = evaluate(rules, view, self.disabled)
+        for i in ev.timed_out:
+            rule = rules[i]
+            count = self._timeouts[id(rule)] = self._timeouts.get(id(rule), 0) + 1
+            log.warning("sweep.rule_timeout", pane_id=pane_id, rule=rule.id, file=rule.file, count=count)
+            if count >= TIMEOUTS_TO_DISABLE:
+                self.disabled[id(rule)] = rule
+                log.error("sweep.rule_disabled", rule=rule.id, file=rule.file)
+        return ev
 
     # ---------------------------------------------------------------- one pane
 
@@ -123,6 +156,11 @@ class ScreenSweep:
         if key != st.rules_key:
             st.rules_key = key
             st.source, st.rules = self.rules_for(pane)
+            if key[0] != self._catalog_id:
+                # a reloaded catalog has new rule objects: forget the old ones' record
+                self._catalog_id = key[0]
+                self._timeouts.clear()
+                self.disabled.clear()
             st.view_key = None  # re-evaluate with the new rules
         pane.screen_rules = bool(st.rules)
 
@@ -162,11 +200,9 @@ class ScreenSweep:
         view_key = (pane.title if pane.title_from_osc else None, progress, authority)
         if view_key != st.view_key or st.evaluation is None:
             st.view_key = view_key
-            st.evaluation = evaluate(st.rules, _screen_view(pane, st.rows))
+            st.evaluation = self._evaluate(st.rules, _screen_view(pane, st.rows), pane.id)
             st.evaluations += 1
             self.evaluations += 1
-            if st.evaluation.timed_out:
-                log.warning("sweep.rule_timeout", pane_id=pane.id, rules=list(st.evaluation.timed_out))
             if not shadow:
                 winner = st.evaluation.winner
                 state = st.rules[winner].state if winner is not None else None
@@ -214,7 +250,7 @@ class ScreenSweep:
         source, rules = self.rules_for(pane)
         ev = None
         if rules and rt is not None and live:
-            ev = evaluate(rules, _screen_view(pane, rt.screen.peek_rows()))
+            ev = evaluate(rules, _screen_view(pane, rt.screen.peek_rows()), self.disabled)
         winner = ev.winner if ev is not None else None
         st = self.state.get(pane.id)
         now = self.d.store.now()
@@ -252,6 +288,7 @@ class ScreenSweep:
                     "priority": r.priority,
                     "matched": ev.matched[i] if ev is not None else False,
                     "file": r.file,
+                    **({"disabled": "search ran out of time"} if id(r) in self.disabled else {}),
                 }
                 for i, r in enumerate(rules)
             ],

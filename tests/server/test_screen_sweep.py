@@ -373,3 +373,47 @@ def test_program_status_ends_when_the_foreground_program_goes_away(d: DaemonProc
     wait_until(lambda: get(d, pid)["process_name"] == "python3", timeout=10)
     p = wait_state(d, pid, "idle", timeout=15)  # back to bash: the reporter is gone
     assert p["program_status"] is None and p["authority"] == "screen"
+
+
+HOSTILE = r"""
+[agent]
+id = "slowpoke"
+kind = "pi"
+binaries = ["slowpoke"]
+
+[[screen]]
+id = "catastrophic"
+state = "working"
+region = "screen"
+regex = ['(?:(?:a|aa)+)+c']
+priority = 100
+
+[[screen]]
+id = "ready"
+state = "idle"
+regex = ['READY']
+priority = 50
+"""
+
+
+def test_a_catastrophic_user_rule_is_disabled_and_the_daemon_stays_responsive(d: DaemonProc) -> None:
+    (d.root / "config" / "signaltty" / "agents" / "slowpoke.toml").write_text(HOSTILE, encoding="utf-8")
+    d.call("agents.reload")
+    ws = d.call("workspace.create", {"name": "w"})["workspace"]["id"]
+    pids = []
+    for _ in range(3):
+        pane = d.call("pane.spawn", {"workspace_id": ws, "argv": [PY, str(d.root / "driver.py")], "agent_hint": "pi"})["pane"]
+        pids.append(pane["id"])
+    for pid in pids:
+        wait_until(lambda: "driver ready" in d.call("pane.read", {"pane_id": pid})["text"])
+        show(d, pid, CLEAR + "a" * 60 + "b\r\n")
+    status = wait_until(lambda: (s := d.call("server.status"))["sweep"]["disabled_rules"] and s, timeout=20)
+    assert status["sweep"]["disabled_rules"] == ["slowpoke.toml:catastrophic"]
+    # the loop answered while the rule was being tried, and other rules still classify
+    t0 = time.monotonic()
+    d.call("server.status")
+    assert time.monotonic() - t0 < 1.0
+    show(d, pids[0], CLEAR + "a" * 60 + "b READY\r\n")
+    ex = wait_until(lambda: (e := d.call("pane.explain", {"pane_id": pids[0]}))["matched"] and e)
+    assert ex["matched"]["id"] == "ready"
+    assert ex["rules"][0]["disabled"] == "search ran out of time" and not ex["rules"][0]["matched"]

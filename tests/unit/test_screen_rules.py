@@ -1,0 +1,132 @@
+"""Regions and rule evaluation (agents.md §5.1–§5.3), as pure functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from signaltty.core.screen_rules import (
+    PatternError,
+    ScreenRule,
+    ScreenView,
+    compile_pattern,
+    evaluate,
+    is_prompt_line,
+    is_rule_line,
+    region_text,
+)
+
+RULE = "─" * 10
+
+BOX = ScreenView(
+    rows=["header", "", "history line", RULE, "❯ typed", "  second", RULE, "footer 1", "footer 2   ", ""],
+    title="✳ Claude",
+    osc_progress="4;1;-1",
+)
+CODEX = ScreenView(rows=["› first question", "• answer one", "", "› current", "  continuation", "status"])
+CODEX_DONE = ScreenView(rows=["› question", "• answer"])
+
+
+def rule(id: str, state: str = "idle", *, region: str = "bottom", lines: int | None = None, regex=(), all=(), not_=(), priority: int = 0) -> ScreenRule:
+    c = lambda xs: tuple(compile_pattern(x) for x in xs)  # noqa: E731
+    return ScreenRule(id, state, region, lines, c(regex), c(all), c(not_), priority)
+
+
+@pytest.mark.parametrize(
+    "line,expected",
+    [("───", True), ("  ───── title ──", True), ("─", True), ("──", True), ("──x", False),
+     ("─ ─", False), ("x───", False), ("", False), ("╭───", False)],
+)
+def test_rule_line(line: str, expected: bool) -> None:
+    assert is_rule_line(line) is expected
+
+
+@pytest.mark.parametrize("line,expected", [("›", True), ("  › hi", True), ("›hi", False), ("> hi", False)])
+def test_prompt_line(line: str, expected: bool) -> None:
+    assert is_prompt_line(line) is expected
+
+
+@pytest.mark.parametrize(
+    "view,region,lines,expected",
+    [
+        (BOX, "bottom", None, f"header\nhistory line\n{RULE}\n❯ typed\n  second\n{RULE}\nfooter 1\nfooter 2"),
+        (BOX, "bottom", 2, "footer 1\nfooter 2"),
+        (BOX, "top", 2, "header\nhistory line"),
+        (BOX, "screen", None, f"header\nhistory line\n{RULE}\n❯ typed\n  second\n{RULE}\nfooter 1\nfooter 2"),
+        (BOX, "prompt_box", None, "❯ typed\n  second"),
+        (BOX, "above_prompt_box", None, "header\nhistory line"),
+        (BOX, "after_last_rule", None, "footer 1\nfooter 2"),
+        (BOX, "title", None, "✳ Claude"),
+        (BOX, "osc_progress", None, "4;1;-1"),
+        (CODEX, "after_last_prompt", None, "  continuation\nstatus"),
+        (CODEX, "before_current_prompt", None, "› first question\n• answer one"),
+        (CODEX, "without_current_prompt", None, ""),
+        (CODEX_DONE, "without_current_prompt", None, "› question\n• answer"),
+        (CODEX_DONE, "before_current_prompt", None, "› question\n• answer"),
+    ],
+)
+def test_regions(view: ScreenView, region: str, lines: int | None, expected: str) -> None:
+    assert region_text(view, region, lines) == expected
+
+
+def test_regions_without_markers_fall_back_to_the_whole_screen() -> None:
+    plain = ScreenView(rows=["a", "b"])
+    assert region_text(plain, "prompt_box") == ""
+    assert region_text(plain, "above_prompt_box") == "a\nb"
+    assert region_text(plain, "after_last_rule") == "a\nb"
+    assert region_text(plain, "after_last_prompt") == "a\nb"
+    assert region_text(plain, "title") is None and region_text(plain, "osc_progress") is None
+
+
+def test_region_text_is_capped() -> None:
+    view = ScreenView(rows=["x" * 5000] * 300)
+    text = region_text(view, "screen")
+    assert text is not None
+    assert len(text.split("\n")) == 200 and all(len(line) == 1000 for line in text.split("\n"))
+    with pytest.raises(ValueError):
+        region_text(view, "bottm")
+
+
+def test_any_all_not_and_absent_regions() -> None:
+    rules = [
+        rule("any", regex=["nope", "footer 2"]),
+        rule("all", all=["footer 1", "footer 2"]),
+        rule("all_missing", all=["footer 1", "nope"]),
+        rule("vetoed", regex=["footer"], not_=["footer 2"]),
+        rule("empty_matches", region="prompt_box", regex=[""]),
+        rule("absent_progress", region="osc_progress", regex=[""]),
+        rule("absent_title", region="title", regex=[""]),
+    ]
+    ev = evaluate(rules, ScreenView(rows=["footer 1", "footer 2"]))
+    assert ev.matched == (True, True, False, False, True, False, False)
+
+
+def test_priority_wins_and_ties_go_to_the_earlier_rule() -> None:
+    rules = [rule("low", "idle", regex=[""], priority=-1000), rule("a", "working", regex=["x"], priority=5),
+             rule("b", "blocked", regex=["x"], priority=5), rule("hold", "hold", regex=["y"], priority=9)]
+    assert evaluate(rules, ScreenView(rows=["x"])).winner == 1
+    assert evaluate(rules, ScreenView(rows=["x y"])).winner == 3
+    assert evaluate(rules, ScreenView(rows=["z"])).winner == 0
+    assert evaluate([], ScreenView(rows=["z"])).winner is None
+
+
+def test_fallback_and_labels() -> None:
+    assert rule("idle_fallback", priority=0).is_fallback
+    assert rule("x", priority=-1000).is_fallback and not rule("x", priority=-999).is_fallback
+    assert rule("x").label == "bottom(12)" and rule("x", region="top", lines=20).label == "top(20)"
+    assert rule("x", region="screen").label == "screen" and rule("x", region="screen", lines=5).label == "screen(5)"
+
+
+def test_a_runaway_search_times_out_and_disabled_rules_are_skipped() -> None:
+    slow = rule("slow", "working", region="screen", regex=["(?:(?:a|aa)+)+c"])
+    ok = rule("ok", "idle", regex=["b"])
+    view = ScreenView(rows=["a" * 60 + "b"])
+    ev = evaluate([slow, ok], view)
+    assert ev.timed_out == (0,) and ev.matched == (False, True) and ev.winner == 1
+    ev = evaluate([slow, ok], view, {id(slow)})
+    assert ev.timed_out == () and ev.matched == (False, True)
+
+
+@pytest.mark.parametrize("bad", ["(", "[a-", "(?P<x>a)(?P<x>b)", 3])
+def test_bad_patterns_are_rejected(bad: object) -> None:
+    with pytest.raises(PatternError):
+        compile_pattern(bad)  # type: ignore[arg-type]
