@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+
 # ``typing`` costs ~6 ms to import, which every agent hook would pay (README "Dependency
 # rules"); annotations are strings here (PEP 563), so the names are only needed by checkers.
 TYPE_CHECKING = False

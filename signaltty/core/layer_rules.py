@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from signaltty.core.limits import MAX_LAST_MESSAGE
 from signaltty.core.model import Pane
-from signaltty.core.rules import Alert, Effect, MarkDirty, clear_attention, raise_attention, set_lifecycle
+from signaltty.core.rules import (
+    Alert,
+    Effect,
+    MarkDirty,
+    clear_attention,
+    raise_attention,
+    set_lifecycle,
+)
 from signaltty.core.sanitize import sanitize_text
 from signaltty.core.states import ATTENTION_RANK, Attention, Lifecycle
 

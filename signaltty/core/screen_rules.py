@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import regex
+from regex import Pattern
 
 STATES: Final = ("working", "blocked", "idle", "hold")
 # Regions whose text is a list of screen lines (agents.md §5.2).
@@ -51,7 +52,7 @@ class PatternError(ValueError):
     """A screen-rule pattern that does not compile; the message names the pattern."""
 
 
-def compile_pattern(text: str) -> regex.Pattern[str]:
+def compile_pattern(text: str) -> Pattern[str]:
     """Compile one rule pattern (Python ``re`` syntax, checked with ``re`` itself).
 
     Raises:
@@ -80,9 +81,9 @@ class ScreenRule:
     state: str
     region: str = "bottom"
     lines: int | None = None
-    regex: tuple[regex.Pattern[str], ...] = ()
-    all: tuple[regex.Pattern[str], ...] = ()
-    not_: tuple[regex.Pattern[str], ...] = ()
+    regex: tuple[Pattern[str], ...] = ()
+    all: tuple[Pattern[str], ...] = ()
+    not_: tuple[Pattern[str], ...] = ()
     priority: int = 0
     file: str = ""
     source: str = "bundled"
@@ -219,7 +220,7 @@ def _slice(region: str, lines: list[str]) -> list[str]:
     raise ValueError(f"unknown region {region!r}")
 
 
-def _search(pattern: regex.Pattern[str], text: str) -> bool:
+def _search(pattern: Pattern[str], text: str) -> bool:
     return pattern.search(text, timeout=MATCH_TIMEOUT_S) is not None
 
 

@@ -118,7 +118,7 @@ class Client:
             self._sock.settimeout(timeout)
             try:
                 chunk = self._sock.recv(1 << 16)
-            except socket.timeout:
+            except TimeoutError:
                 raise TimeoutError("no message") from None
             finally:
                 self._sock.settimeout(None)

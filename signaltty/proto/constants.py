@@ -6,7 +6,6 @@ never drift apart.
 
 from __future__ import annotations
 
-
 # ``typing`` costs ~6 ms to import, which every agent hook would pay (README "Dependency
 # rules"); annotations are strings here (PEP 563), so the names are only needed by checkers.
 TYPE_CHECKING = False

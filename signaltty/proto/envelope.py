@@ -6,6 +6,7 @@ Pure: encodes and decodes dicts and bytes; the listener and the clients do the I
 from __future__ import annotations
 
 import json
+
 # ``typing`` costs ~6 ms to import, which every agent hook would pay (README "Dependency
 # rules"); annotations are strings here (PEP 563), so the names are only needed by checkers.
 TYPE_CHECKING = False

@@ -27,15 +27,15 @@ import regex
 import structlog
 
 from signaltty.core import rules
+from signaltty.core.ids import new_id
 from signaltty.core.limits import PTY_READ_BYTES, RAW_RING_BYTES, SCREEN_SLICE_BYTES
 from signaltty.core.model import Pane
 from signaltty.core.rules import NotificationInput
 from signaltty.core.sanitize import strip_ansi
-from signaltty.core.ids import new_id
 from signaltty.proto.envelope import SignalttyError
+from signaltty.server.status_layer import ProgramStatusLayer
 from signaltty.term import osc
 from signaltty.term import pty as ptymod
-from signaltty.server.status_layer import ProgramStatusLayer
 from signaltty.term.screen import PyteScreen, VirtualScreen
 
 if TYPE_CHECKING:

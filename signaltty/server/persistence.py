@@ -33,8 +33,8 @@ from signaltty.core.limits import (
     ROWS_MIN,
     TAIL_FILE_BYTES,
 )
-from signaltty.core.sanitize import sanitize_text
 from signaltty.core.model import Notification, Pane, Workspace, iso
+from signaltty.core.sanitize import sanitize_text
 
 log = structlog.get_logger("signaltty.persistence")
 

@@ -28,7 +28,8 @@ from signaltty.core.model import AgentInfo, Pane, Workspace, iso
 from signaltty.core.rules import NotificationInput
 from signaltty.core.sanitize import sanitize_text
 from signaltty.core.states import ATTENTION_RANK, Attention
-from signaltty.proto import constants, params as P
+from signaltty.proto import constants
+from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import spawning, submit
 from signaltty.server.bus import glob_match

@@ -21,8 +21,8 @@ from signaltty.agents.registry import builtin_kind, display_name_for
 from signaltty.core import rules
 from signaltty.core.ids import new_id
 from signaltty.core.limits import MAX_LABEL
-from signaltty.core.sanitize import sanitize_text
 from signaltty.core.model import AgentInfo, Pane, Workspace
+from signaltty.core.sanitize import sanitize_text
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import autoconfig
 from signaltty.server.panes import PaneRuntime

@@ -115,8 +115,8 @@ def parse_report(payload: str) -> Report | None:
     progress: int | None = None
     raw_progress = fields.get("progress")
     if state in ("working", "blocked") and raw_progress and _PROGRESS.fullmatch(raw_progress):
-        value = int(raw_progress)
-        progress = value if 0 <= value <= 100 else None
+        number = int(raw_progress)
+        progress = number if 0 <= number <= 100 else None
     app = fields.get("app")
     if app is not None and _APP.fullmatch(app) is None:
         app = None
