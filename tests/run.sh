@@ -9,6 +9,12 @@ command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 command -v node >/dev/null 2>&1 || need+=(nodejs)  # runs the OpenCode plugin (tests/installer)
 command -v dbus-daemon >/dev/null 2>&1 && command -v dbus-send >/dev/null 2>&1 || need+=(dbus)
 command -v gdbus >/dev/null 2>&1 || need+=(libglib2.0-bin)
+# the real `systemd --user` tier (tests/desktop/test_systemd_user.py; runs as root, skipped
+# otherwise) also creates a throwaway user and starts its manager with setpriv
+if [ "$(id -u)" = 0 ]; then
+  command -v useradd >/dev/null 2>&1 || need+=(passwd)
+  command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "tests/run.sh: installing ${need[*]} (Debian packages)"

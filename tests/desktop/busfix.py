@@ -46,6 +46,7 @@ _CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configura
 
 NOTIF_PATH = "/org/freedesktop/Notifications"
 NOTIF_NAME = "org.freedesktop.Notifications"
+PINGS = 2  # round trips to a Notify caller before wait_shown() reports the notification
 
 _NOTIF_XML = """<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
@@ -129,6 +130,12 @@ class NotificationServer:
         self.received_at: list[tuple[str, float]] = []  # (member, monotonic) per call
         self.mode = "ok"
         self.close_delay = 0.0  # seconds before CloseNotification is carried out and answered
+        # id → button label: the user presses it just as the daemon withdraws the notification
+        # (ActionInvoked reaches the daemon before the CloseNotification reply)
+        self.press_on_close: dict[int, str] = {}
+        self.presses: list[tuple[int, str, bool]] = []  # (id, action key, was still shown)
+        self._ready: set[int] = set()  # ids the caller has surely registered (see _ping)
+        self._pings: dict[int, tuple[str, int, int]] = {}  # serial → (peer, id, pings left)
         self._next = 1
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
@@ -158,6 +165,8 @@ class NotificationServer:
             self.received_at.clear()
             self.mode = mode
             self.close_delay = 0.0
+            self.press_on_close.clear()
+            self.presses.clear()
 
     def calls(self, member: str) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -175,6 +184,9 @@ class NotificationServer:
                 continue
             except Exception:  # noqa: BLE001 - connection closed at teardown
                 return
+            if msg.header.message_type in (MessageType.method_return, MessageType.error):
+                self._pinged(msg.header.fields.get(HeaderFields.reply_serial))
+                continue
             if msg.header.message_type != MessageType.method_call:
                 continue
             member = msg.header.fields.get(HeaderFields.member)
@@ -186,7 +198,7 @@ class NotificationServer:
                 if mode == "hang":
                     continue
                 app, _replaces, _icon, summary, body, actions, hints, timeout = msg.body
-                with self._lock:
+                with self._lock:  # registered and answered together (see press())
                     nid = self._next
                     self._next += 1
                     self.shown[nid] = {
@@ -198,7 +210,8 @@ class NotificationServer:
                         "timeout": timeout,
                     }
                     self.last_seen[nid] = self.shown[nid]
-                self._send(new_method_return(msg, "u", (nid,)))
+                    self._send(new_method_return(msg, "u", (nid,)))
+                    self._ping(msg.header.fields.get(HeaderFields.sender), nid, PINGS)
             elif member == "CloseNotification":
                 if self.close_delay:
                     threading.Timer(self.close_delay, self._close, (msg,)).start()
@@ -220,13 +233,37 @@ class NotificationServer:
                     new_error(msg, "org.freedesktop.DBus.Error.UnknownMethod", "s", (str(member),))
                 )
 
+    def _ping(self, peer: str | None, nid: int, left: int) -> None:
+        """Ping ``peer`` (the Notify caller); ``nid`` becomes visible to :meth:`wait_shown`
+        after ``left`` round trips. The caller's connection has then read our Notify reply and
+        run what it scheduled on reading it: desktop-notifier maps the server's id to its
+        notification only in the coroutine resumed by that reply, and a press that arrived
+        before would be dropped (a click no person is fast enough for, but a test is)."""
+        if peer is None or left == 0:
+            self._ready.add(nid)
+            return
+        serial = next(self.conn.outgoing_serial)
+        self._pings[serial] = (peer, nid, left - 1)
+        addr = DBusAddress("/", bus_name=peer, interface="org.freedesktop.DBus.Peer")
+        with self._send_lock:
+            self.conn.send(new_method_call(addr, "Ping"), serial=serial)
+
+    def _pinged(self, serial: int | None) -> None:
+        with self._lock:
+            pending = self._pings.pop(serial, None) if serial is not None else None
+            if pending is not None:
+                self._ping(*pending)
+
     def _close(self, msg: Any) -> None:
         (nid,) = msg.body
-        with self._lock:
+        with self._lock:  # ordered against press(): see there
+            label = self.press_on_close.pop(nid, None)
+            if label is not None and nid in self.shown:
+                self._press_locked(nid, label)
             existed = self.shown.pop(nid, None) is not None
-        self._send(new_method_return(msg))
-        if existed:
-            self._signal("NotificationClosed", "uu", (nid, 3))
+            self._send(new_method_return(msg))
+            if existed:
+                self._signal("NotificationClosed", "uu", (nid, 3))
 
     def _signal(self, member: str, sig: str, body: tuple[Any, ...]) -> None:
         addr = DBusAddress(NOTIF_PATH, interface=NOTIF_NAME)
@@ -237,20 +274,34 @@ class NotificationServer:
         while time.monotonic() < deadline:
             with self._lock:
                 for nid, info in self.shown.items():
-                    if pred is None or pred(info):
+                    if nid in self._ready and (pred is None or pred(info)):
                         return nid, dict(info)
             time.sleep(0.02)
         raise AssertionError(f"no notification shown; log={self.log!r}")
 
-    def press(self, nid: int, label: str) -> None:
-        """Press the button labelled ``label`` (or "default" for a body click)."""
+    def press(self, nid: int, label: str) -> bool:
+        """Press the button labelled ``label`` (or "default" for a body click).
+
+        Returns whether ``nid`` was still shown. A press on a notification that is already
+        closed still emits the signals (a stale press, as from a server that lost a race).
+        The signals are sent under the same lock as a CloseNotification reply, so a press
+        of a notification that was still shown reaches the daemon before the reply to any
+        withdrawal of it.
+        """
         with self._lock:
-            info = self.shown.pop(nid, None) or self.last_seen[nid]
+            return self._press_locked(nid, label)
+
+    def _press_locked(self, nid: int, label: str) -> bool:
+        info = self.shown.pop(nid, None)
+        shown = info is not None
+        info = info or self.last_seen[nid]
         actions = info["actions"]
         pairs = dict(zip(actions[1::2], actions[0::2]))  # label → key
         key = "default" if label == "default" else pairs[label]
+        self.presses.append((nid, key, shown))
         self._signal("ActionInvoked", "us", (nid, key))
         self._signal("NotificationClosed", "uu", (nid, 2))
+        return shown
 
     def expire(self, nid: int) -> None:
         """Close ``nid`` on the server's side (expired), as a real server does."""
