@@ -267,6 +267,39 @@ def evaluate(
     return Evaluation(tuple(matched), winner, tuple(timed_out))
 
 
+def priority_order(rules: Sequence[ScreenRule]) -> tuple[int, ...]:
+    """Indices of ``rules`` from the highest priority down, ties in list order (for ``winner``)."""
+    return tuple(sorted(range(len(rules)), key=lambda i: (-rules[i].priority, i)))
+
+
+def winner(
+    rules: Sequence[ScreenRule],
+    view: ScreenView,
+    order: Sequence[int],
+    disabled: Collection[int] = (),
+) -> tuple[int | None, tuple[int, ...]]:
+    """The winning rule's index without evaluating the rules that cannot win.
+
+    Same result as ``evaluate(...).winner``: rules are tried in ``order`` (``priority_order``)
+    and the first match wins. The sweep uses this; ``pane.explain`` uses ``evaluate``.
+
+    Returns:
+        ``(index or None, indices of rules whose search ran out of time)``.
+    """
+    regions = _Regions(view)
+    timed_out: list[int] = []
+    for i in order:
+        rule = rules[i]
+        if disabled and id(rule) in disabled:
+            continue
+        try:
+            if rule_matches(rule, regions):
+                return i, tuple(timed_out)
+        except TimeoutError:
+            timed_out.append(i)
+    return None, tuple(timed_out)
+
+
 def region_text(view: ScreenView, region: str, lines: int | None = None) -> str | None:
     """The text a rule with ``region``/``lines`` reads (None = region absent). For tests and
     ``pane.explain``-style diagnostics.

@@ -46,6 +46,8 @@ log = structlog.get_logger("signaltty.panes")
 # Reader backpressure: pause reading above HIGH pending screen bytes, resume below LOW.
 _PENDING_HIGH = 64 * 1024
 _PENDING_LOW = 16 * 1024
+# Pending screen bytes that start a drain at once instead of waiting for a reader or the sweep.
+_DRAIN_NOW = 16 * 1024
 # pane.progress coalescing window (protocol.md §7).
 _PROGRESS_WINDOW_S = 0.25
 # After the child exits, read what it left in the PTY, at most this much at once.
@@ -171,14 +173,19 @@ class PaneRuntime:
         prefed = self._answer_queries(items, data) if items else 0
         self._append_raw(data)
         self.pane.last_activity_at = time.time()
-        self.screen.feed(data[prefed:])
-        for viewer in list(self.viewers):
-            viewer.deliver_data(self.pane.id, data, self.output_offset)
-        for listener in list(self._output_listeners):
-            listener(data)
+        self.screen.feed(data[prefed:] if prefed else data)
+        if self.viewers:
+            for viewer in list(self.viewers):
+                viewer.deliver_data(self.pane.id, data, self.output_offset)
+        if self._output_listeners:
+            for listener in list(self._output_listeners):
+                listener(data)
         if items:
             self._apply_items(items)
-        self._schedule_drain()
+        if self.screen.pending >= _DRAIN_NOW:
+            self._schedule_drain()
+        self.store.touched.add(self.pane.id)
+        self.store.bus.poke(self.pane.id)  # output waits re-read the (settled) screen
 
     def _append_raw(self, data: bytes) -> None:
         self.output_offset += len(data)
@@ -297,7 +304,13 @@ class PaneRuntime:
     # ---------------------------------------------------------------- screen feeding
 
     def _schedule_drain(self) -> None:
-        if self.screen.pending and (self._drain_task is None or self._drain_task.done()):
+        # Small amounts wait for a reader (pane.read, attach, waits settle first) or the
+        # screen sweep, which apply them in one batch: a spinner redrawing at 10 fps is
+        # parsed five frames at a time instead of frame by frame. Only a backlog is drained
+        # right away, in time slices.
+        if self.screen.pending < _DRAIN_NOW:
+            return
+        if self._drain_task is None or self._drain_task.done():
             self._settled.clear()
             self._drain_task = self._loop.create_task(self._drain(), name=f"drain-{self.pane.id}")
         if self.screen.pending > _PENDING_HIGH and not self._paused:

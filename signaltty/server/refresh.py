@@ -66,11 +66,18 @@ class Observation:
     cwd_is_dir: bool
 
 
-def scan(roots: dict[str, int]) -> dict[str, Observation]:
+NameCache = dict[tuple[int, float, str], "str | None"]
+
+
+def scan(roots: dict[str, int], names: NameCache | None = None) -> dict[str, Observation]:
     """One snapshot, then the walk and the reads for every pane (blocking: worker thread).
 
     Args:
         roots: pane id → the pane's child pid.
+        names: program names of processes seen by earlier scans, keyed by (pid, start time,
+            kernel name) — an ``exec`` changes the kernel name — so a foreground program that
+            stays in front costs one cwd read per scan instead of a command-line read too.
+            Updated in place; entries of processes gone from the snapshot are dropped.
 
     Returns:
         pane id → ``Observation``. A process that exits between the scan and the reads
@@ -82,6 +89,8 @@ def scan(roots: dict[str, int]) -> dict[str, Observation]:
     Spec: agents.md §3.3 steps 1–3.
     """
     table = proctable.snapshot()
+    names = {} if names is None else names
+    used: set[tuple[int, float, str]] = set()
     out: dict[str, Observation] = {}
     for pane_id, root in roots.items():
         pid = foreground_pid(table, root)
@@ -89,13 +98,28 @@ def scan(roots: dict[str, int]) -> dict[str, Observation]:
             out[pane_id] = Observation(root, None, None, None, False)
             continue
         seen = table.procs.get(pid)
-        cmdline, cwd = proctable.read_process(pid, seen.create_time if seen else None)
+        key = (pid, seen.create_time, seen.name) if seen else None
+        if key is not None and key in names:
+            name, cwd = names[key], proctable.read_cwd(pid)
+        else:
+            cmdline, cwd = proctable.read_process(pid, seen.create_time if seen else None)
+            name = foreground_name(cmdline)
+            if key is not None and name is not None:
+                names[key] = name
+        if key is not None:
+            used.add(key)
         try:
             is_dir = cwd is not None and os.path.isdir(cwd)
         except (OSError, ValueError):
             is_dir = False
-        out[pane_id] = Observation(root, pid, foreground_name(cmdline), cwd, is_dir)
+        out[pane_id] = Observation(root, pid, name, cwd, is_dir)
+    for key in [k for k in names if k not in used]:
+        del names[key]
     return out
+
+
+# Quiet periods are skipped, but at least every FULL_EVERY-th period scans (60 s by default).
+FULL_EVERY = 6
 
 
 class ProcessRefresher:
@@ -118,6 +142,8 @@ class ProcessRefresher:
         self.last_foreground: dict[str, str | None] = {}
         self.on_foreground: list[ForegroundHook] = []
         self.scans = 0
+        self._names: NameCache = {}
+        self._offsets: dict[str, int] = {}
         self._lock = asyncio.Lock()
 
     @property
@@ -126,15 +152,30 @@ class ProcessRefresher:
         return float(self.daemon.config.server.proc_refresh_s)
 
     async def run(self) -> None:
-        """Refresh every ``period_s`` until cancelled (started by the daemon as a background task)."""
+        """Refresh every ``period_s`` until cancelled (started by the daemon as a background task).
+
+        A period in which no live pane printed anything is skipped: starting a program,
+        leaving one or changing directory in a shell always shows something on the screen.
+        Every ``FULL_EVERY``-th period scans anyway, for changes nothing announced.
+        """
+        periods = 0
         while True:
             await asyncio.sleep(self.period_s)
+            periods += 1
+            if periods % FULL_EVERY and not self._output_since_last():
+                continue
             try:
                 await self.refresh_now()
             except asyncio.CancelledError:
                 raise
             except Exception:  # the refresh never stops for good
                 log.exception("refresh.failed")
+
+    def _output_since_last(self) -> bool:
+        offsets = {pane_id: rt.output_offset for pane_id, rt in self.daemon.runtimes.items() if rt.live}
+        changed = offsets != self._offsets
+        self._offsets = offsets
+        return changed
 
     def _roots(self) -> dict[str, int]:
         roots: dict[str, int] = {}
@@ -162,7 +203,7 @@ class ProcessRefresher:
             if not roots:
                 return 0
             try:
-                seen = await asyncio.to_thread(scan, roots)
+                seen = await asyncio.to_thread(scan, roots, self._names)
             except Exception:
                 log.exception("refresh.scan_failed", panes=len(roots))
                 return 0
@@ -196,5 +237,7 @@ class ProcessRefresher:
                 cb(pane, name)
             except Exception:
                 log.exception("refresh.foreground_hook_failed", pane_id=pane_id)
+        if name != self.last_foreground.get(pane_id):
+            self.daemon.store.touched.add(pane_id)  # its screen rules may differ now
         self.last_foreground[pane_id] = name
         return True

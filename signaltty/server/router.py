@@ -837,7 +837,11 @@ class Router:
 
     async def m_pane_explain(self, conn: Connection | None, p: P.PaneRef) -> dict[str, Any]:
         """Why the pane is classified as it is (protocol.md §6 ``pane.explain``)."""
-        return self.d.sweep.explain(self._pane(p.pane_id), self.d.runtimes.get(p.pane_id))
+        pane = self._pane(p.pane_id)
+        rt = self.d.runtimes.get(p.pane_id)
+        if rt is not None:
+            await rt.settle()
+        return self.d.sweep.explain(pane, rt)
 
     async def m_pane_submit(self, conn: Connection | None, p: P.PaneSubmit) -> dict[str, Any]:
         return await submit.submit(self, p)

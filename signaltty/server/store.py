@@ -42,6 +42,9 @@ class Store:
         self.dirty_tails: set[str] = set()
         self.shutting_down = False
         self.alert_sinks: list[Callable[[rules.Alert], None]] = []
+        # Panes that printed (or whose program changed) since the screen sweep last looked;
+        # with no event in between, the sweep visits only these (server/sweep.py).
+        self.touched: set[str] = set()
         self.route_cancellers: list[Callable[[str, str], None]] = []
 
     # ---------------------------------------------------------------- lookups

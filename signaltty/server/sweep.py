@@ -28,7 +28,7 @@ import structlog
 
 from signaltty.core import layer_rules
 from signaltty.core.model import Pane, iso
-from signaltty.core.screen_rules import Evaluation, ScreenRule, ScreenView, evaluate
+from signaltty.core.screen_rules import ScreenRule, ScreenView, evaluate, priority_order, winner
 from signaltty.core.states import Authority
 
 if TYPE_CHECKING:
@@ -38,8 +38,11 @@ if TYPE_CHECKING:
 log = structlog.get_logger("signaltty.sweep")
 
 _NO_RULES: tuple[str, tuple[ScreenRule, ...]] = ("none", ())
-# Work per tick before the remaining panes wait for the next one.
-TICK_BUDGET_S = 0.1
+# Yield to the loop after this much sweep work (README quality bar: the loop is never
+# blocked for more than 50 ms).
+SLICE_S = 0.010
+# Screen bytes a pane may leave pending before the sweep applies them in slices.
+PIECE_BYTES = 4096
 # A rule whose search runs out of time this often is skipped until the catalog is reloaded.
 TIMEOUTS_TO_DISABLE = 3
 
@@ -52,10 +55,15 @@ class PaneSweep:
     rules_key: tuple[Any, ...] | None = None
     source: str = "none"
     rules: tuple[ScreenRule, ...] = ()
+    order: tuple[int, ...] = ()
     view_key: tuple[Any, ...] | None = None
-    evaluation: Evaluation | None = None
+    evaluated: bool = False
+    winner: int | None = None
     evidence_since: float | None = None
     evaluations: int = 0
+    # everything the outcome depends on, cheap to compare: an unchanged pane costs one compare
+    stamp: tuple[Any, ...] | None = None
+    quick: tuple[Any, ...] | None = None
 
 
 def _screen_view(pane: Pane, rows: list[str]) -> ScreenView:
@@ -64,7 +72,7 @@ def _screen_view(pane: Pane, rows: list[str]) -> ScreenView:
 
 
 class ScreenSweep:
-    """The 500 ms loop (see module docstring); ``tick()`` is one pass, used by tests too."""
+    """The 500 ms loop (see module docstring); ``await tick()`` is one pass."""
 
     def __init__(self, daemon: Daemon) -> None:
         self.d = daemon
@@ -72,75 +80,93 @@ class ScreenSweep:
         self.last_tick_s = 0.0
         self.max_tick_s = 0.0
         self.total_tick_s = 0.0
+        self.busy_s = 0.0
         self.ticks = 0
         self.evaluations = 0
-        self.deferred = 0
-        self._start = 0  # round-robin start: panes cut off by the budget go first next tick
         # id(rule) → searches that ran out of time; rules at the limit are skipped
         self._timeouts: dict[int, int] = {}
         self.disabled: dict[int, ScreenRule] = {}
         self._catalog_id = 0
+        self._seq = -1
+        self._panes = -1
 
     # ---------------------------------------------------------------- loop
 
     async def run(self) -> None:
         interval = self.d.config.server.screen_sweep_ms / 1000
+        loop = asyncio.get_running_loop()
+        next_at = loop.time() + interval
         while True:
-            await asyncio.sleep(interval)
+            # a fixed schedule: a long tick does not push every later tick back
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            next_at = max(next_at + interval, loop.time())
             try:
-                self.tick()
+                await self.tick()
             except Exception:  # noqa: BLE001 - one bad pane must not stop classification
                 log.exception("sweep.failed")
 
-    def tick(self) -> None:
-        """One pass over every pane; never raises for a single pane's failure."""
-        started = time.perf_counter()
+    async def tick(self) -> None:
+        """One pass over every pane, yielding every ``SLICE_S``; never raises for one pane."""
+        started = slice_start = time.perf_counter()
+        busy = 0.0
         now = self.d.store.now()
         runtimes = self.d.runtimes
+        store = self.d.store
         for pane_id in [p for p in self.state if p not in runtimes]:
             del self.state[pane_id]
-        items = list(runtimes.items())
-        if items:
-            self._start %= len(items)
-            items = items[self._start :] + items[: self._start]
-        for n, (pane_id, rt) in enumerate(items):
-            if time.perf_counter() - started > TICK_BUDGET_S:
-                # The rest keep their dirty rows and are swept first on the next tick, so a
-                # slow set of rules never holds the loop for long (README quality bar).
-                self._start += n
-                self.deferred += len(items) - n
-                break
+        if store.seq != self._seq or len(runtimes) != self._panes:
+            visit = list(runtimes.items())  # some state changed: look at every pane
+        else:
+            # Nothing but output happened: only panes that printed, or whose recovery timer
+            # runs, can have a new outcome (idle panes cost nothing).
+            ids = store.touched | {p for p, st in self.state.items() if st.evidence_since is not None}
+            visit = [(p, runtimes[p]) for p in ids if p in runtimes]
+        store.touched.clear()
+        seq_at_start = store.seq
+        for pane_id, rt in visit:
+            if rt.closed:
+                continue
             try:
                 self._sweep_pane(rt, now)
             except Exception:  # noqa: BLE001
                 log.exception("sweep.pane_failed", pane_id=pane_id)
+            elapsed = time.perf_counter() - slice_start
+            if elapsed >= SLICE_S:
+                busy += elapsed
+                await asyncio.sleep(0)
+                slice_start = time.perf_counter()
+        busy += time.perf_counter() - slice_start
+        # An event during the pass (ours included) makes the next pass a full one: a pane
+        # visited before a hook arrived for it must be looked at again.
+        self._seq = seq_at_start
+        self._panes = len(runtimes)
         self.ticks += 1
-        self.last_tick_s = spent = time.perf_counter() - started
-        self.total_tick_s += spent
-        self.max_tick_s = max(self.max_tick_s, spent)
+        self.last_tick_s = time.perf_counter() - started
+        self.busy_s += busy
+        self.total_tick_s += busy
+        self.max_tick_s = max(self.max_tick_s, busy)
 
     def stats(self) -> dict[str, Any]:
-        """Sweep counters for ``server.status`` (benchmarks read them): times in ms."""
+        """Sweep counters for ``server.status`` (benchmarks read them): times in ms, busy time
+        only (the sweep yields to the loop between slices)."""
         return {
             "ticks": self.ticks,
             "evaluations": self.evaluations,
             "last_tick_ms": round(self.last_tick_s * 1000, 3),
             "max_tick_ms": round(self.max_tick_s * 1000, 3),
             "mean_tick_ms": round(self.total_tick_s * 1000 / self.ticks, 3) if self.ticks else 0.0,
-            "deferred": self.deferred,
+            "busy_ms": round(self.busy_s * 1000, 3),
             "disabled_rules": [f"{r.file}:{r.id}" for r in self.disabled.values()],
         }
 
-    def _evaluate(self, rules: tuple[ScreenRule, ...], view: ScreenView, pane_id: str) -> Evaluation:
-        ev = evaluate(rules, view, self.disabled)
-        for i in ev.timed_out:
+    def _note_timeouts(self, rules: tuple[ScreenRule, ...], timed_out: tuple[int, ...], pane_id: str) -> None:
+        for i in timed_out:
             rule = rules[i]
             count = self._timeouts[id(rule)] = self._timeouts.get(id(rule), 0) + 1
             log.warning("sweep.rule_timeout", pane_id=pane_id, rule=rule.id, file=rule.file, count=count)
             if count >= TIMEOUTS_TO_DISABLE:
                 self.disabled[id(rule)] = rule
                 log.error("sweep.rule_disabled", rule=rule.id, file=rule.file)
-        return ev
 
     # ---------------------------------------------------------------- one pane
 
@@ -156,6 +182,7 @@ class ScreenSweep:
         if key != st.rules_key:
             st.rules_key = key
             st.source, st.rules = self.rules_for(pane)
+            st.order = priority_order(st.rules)
             if key[0] != self._catalog_id:
                 # a reloaded catalog has new rule objects: forget the old ones' record
                 self._catalog_id = key[0]
@@ -166,16 +193,40 @@ class ScreenSweep:
 
     def _refresh_rows(self, st: PaneSweep, rt: PaneRuntime) -> None:
         screen = rt.screen
+        # Output waits here until a reader or the sweep needs it (panes.py): apply it now, in
+        # small pieces so one pane's backlog cannot hold the tick.
+        budget = screen.pending
+        while budget > 0 and screen.pending:
+            budget -= max(1, screen.drain(min(budget, PIECE_BYTES)))
         dirty = screen.take_dirty_rows()
         rows_n = screen.size[1]
         if dirty is None or len(st.rows) != rows_n:
             st.rows = screen.peek_rows()
             st.view_key = None
         elif dirty:
-            for y, text in zip(sorted(dirty), screen.peek_rows(sorted(dirty))):
+            ys = sorted(dirty)
+            for y, text in zip(ys, screen.peek_rows(ys)):
                 if st.rows[y] != text:
                     st.rows[y] = text
                     st.view_key = None
+
+    def _stamp(self, rt: PaneRuntime) -> tuple[Any, ...]:
+        pane = rt.pane
+        progress = pane.osc_progress
+        status = pane.program_status
+        return (
+            rt.output_offset,
+            id(getattr(self.d, "catalog", None)),
+            pane.agent.kind,
+            pane.process_name,
+            pane.title,
+            progress.get("raw") if progress else None,
+            pane.hooked,
+            status.get("state") if status else None,
+            pane.lifecycle,
+            pane.pending_decision is None,
+            rt.screen.size,
+        )
 
     def _sweep_pane(self, rt: PaneRuntime, now: float) -> None:
         pane = rt.pane
@@ -184,10 +235,23 @@ class ScreenSweep:
             st = self.state[pane.id] = PaneSweep()
         if not rt.live:
             st.evidence_since = None
+            st.stamp = None
             return
+        if st.evidence_since is None:
+            # Every state change emits an event (store.seq moves); output moves the offset;
+            # the refresh's program name is the one input that changes silently.
+            quick = (rt.output_offset, self.d.store.seq, pane.process_name, rt.screen.size)
+            if quick == st.quick:
+                return
+            st.quick = quick
+        stamp = self._stamp(rt)
+        if stamp == st.stamp and st.evidence_since is None:
+            return  # nothing this pane's outcome depends on has changed
+        st.stamp = stamp
         self._refresh_rules(st, pane)
         if not st.rules:
-            st.evaluation = None
+            st.evaluated = False
+            st.winner = None
             self._recovery(st, rt, now)
             return
         self._refresh_rows(st, rt)
@@ -198,22 +262,25 @@ class ScreenSweep:
             return
         progress = pane.osc_progress.get("raw") if pane.osc_progress else None
         view_key = (pane.title if pane.title_from_osc else None, progress, authority)
-        if view_key != st.view_key or st.evaluation is None:
+        if view_key != st.view_key or not st.evaluated:
             st.view_key = view_key
-            st.evaluation = self._evaluate(st.rules, _screen_view(pane, st.rows), pane.id)
+            st.winner, timed_out = winner(st.rules, _screen_view(pane, st.rows), st.order, self.disabled)
+            st.evaluated = True
             st.evaluations += 1
             self.evaluations += 1
+            if timed_out:
+                self._note_timeouts(st.rules, timed_out, pane.id)
             if not shadow:
-                winner = st.evaluation.winner
-                state = st.rules[winner].state if winner is not None else None
+                state = st.rules[st.winner].state if st.winner is not None else None
                 self.d.store.apply(layer_rules.on_screen_state(pane, state, now=now))
+                st.stamp = self._stamp(rt)  # the lifecycle just changed by our own hand
+                st.quick = None
         if shadow:
             self._recovery(st, rt, now)
 
     def _evidence(self, st: PaneSweep, pane: Pane) -> bool:
-        ev = st.evaluation
-        if ev is not None and ev.winner is not None:
-            rule = st.rules[ev.winner]
+        if st.evaluated and st.winner is not None:
+            rule = st.rules[st.winner]
             if rule.state == "idle" and not rule.is_fallback:
                 return True
         status = pane.program_status
@@ -251,6 +318,8 @@ class ScreenSweep:
         ev = None
         if rules and rt is not None and live:
             ev = evaluate(rules, _screen_view(pane, rt.screen.peek_rows()), self.disabled)
+            if ev.timed_out:
+                self._note_timeouts(rules, ev.timed_out, pane.id)
         winner = ev.winner if ev is not None else None
         st = self.state.get(pane.id)
         now = self.d.store.now()

@@ -13,6 +13,8 @@ Both functions block (``/proc`` reads): the server calls them in a worker thread
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -140,3 +142,19 @@ def read_process(
     except (psutil.Error, OSError):
         cwd = None
     return cmdline, cwd
+
+
+def read_cwd(pid: int) -> str | None:
+    """The working directory of ``pid`` (blocking; never raises; ``None`` when unreadable).
+
+    On Linux one ``readlink`` of ``/proc/<pid>/cwd``; elsewhere psutil.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            return os.readlink(f"/proc/{pid}/cwd") or None
+        except (OSError, ValueError):
+            return None
+    try:
+        return psutil.Process(pid).cwd() or None
+    except (psutil.Error, OSError, ValueError):
+        return None

@@ -153,6 +153,11 @@ class _Widths(dict[str, int]):
 
 
 _WIDTH: Final = _Widths()
+# Printable characters known to be one cell wide (grows as text is drawn): a run made only of
+# these takes the narrow path without a per-character loop in Python (spinner and status
+# lines mix ASCII with braille, box drawing, "…" and "·").
+_NARROW: Final[set[str]] = {chr(c) for c in range(0x20, 0x7F)}
+_NARROW_MAX: Final = 65536
 
 
 _PREFIXES: dict[int, list[int]] = {}
@@ -593,7 +598,7 @@ class HardenedScreen(pyte.Screen):
                 return
         # Wrapping moves down row by row; a scroll on the way sets ``changed`` itself.
         first = self.cursor.y
-        if data.isascii() and data.isprintable():
+        if (data.isascii() and data.isprintable()) or _NARROW.issuperset(data):
             self._put_narrow(data, 0)
             self._last_char = data[-1]
         else:
@@ -637,10 +642,13 @@ class HardenedScreen(pyte.Screen):
     def _put_mixed(self, data: str) -> None:
         """Write text with wide, zero-width or unprintable characters."""
         width = _WIDTH
+        narrow = _NARROW
         start = -1  # start of a pending run of width-1 characters
         for i, char in enumerate(data):
             w = width[char]
             if w == 1:
+                if len(narrow) < _NARROW_MAX:
+                    narrow.add(char)
                 if start < 0:
                     start = i
                 continue

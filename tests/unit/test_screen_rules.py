@@ -130,3 +130,21 @@ def test_a_runaway_search_times_out_and_disabled_rules_are_skipped() -> None:
 def test_bad_patterns_are_rejected(bad: object) -> None:
     with pytest.raises(PatternError):
         compile_pattern(bad)  # type: ignore[arg-type]
+
+
+def test_winner_short_cut_agrees_with_a_full_evaluation() -> None:
+    # every bundled rule set against every fixture screen of every agent
+    from pathlib import Path
+
+    from signaltty.agents.catalog import load_catalog
+    from signaltty.core.screen_rules import priority_order, winner
+
+    catalog = load_catalog(None)
+    screens = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "screens").rglob("*.txt"))
+    assert len(screens) > 100
+    sets = [e.rules for e in catalog.entries() if e.rules]
+    assert len(sets) >= 13
+    for path in screens:
+        view = ScreenView(rows=path.read_text(encoding="utf-8").split("\n"), title="⠙ x", osc_progress="4;1;50")
+        for rules in sets:
+            assert winner(rules, view, priority_order(rules))[0] == evaluate(rules, view).winner, path
