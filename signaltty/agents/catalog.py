@@ -14,6 +14,7 @@ Merging (§4.2): a user file whose id equals a bundled id overrides that entry k
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -35,6 +36,11 @@ log = structlog.get_logger("signaltty.catalog")
 BUNDLED_DIR: Final = Path(__file__).resolve().parent / "manifests"
 # Far more than anyone writes by hand; keeps a mistaken directory (say, $HOME) cheap.
 MAX_USER_FILES: Final = 512
+# ``detect`` runs for every live pane on each process refresh; program names repeat, so
+# answers are memoized (the catalog never changes after load). The bound keeps a stream of
+# distinct names from growing the memo without limit.
+DETECT_MEMO_SIZE: Final = 4096
+_MISS: Final = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +226,29 @@ class Catalog:
         self._by_id: dict[str, CatalogEntry] = {e.id: e for e in bundled}
         self._by_id.update({e.id: e for e in user})
         self._bundled_only = [e for e in bundled if e.source == "bundled"]
+        self._build_detect_index()
+
+    def _build_detect_index(self) -> None:
+        # §3.1 order as one ranked sequence: user specific kinds, user generic, bundled
+        # specific, bundled generic (file order within each); the first matching entry wins.
+        # Exact names go to a dict keeping the best rank; ``*`` prefixes to a short list in
+        # rank order, consulted only for ranks ahead of the exact hit.
+        ranked = [
+            e
+            for group in (self._user, self._bundled_only)
+            for generic in (False, True)
+            for e in group
+            if (e.kind == "generic") == generic
+        ]
+        self._exact: dict[str, tuple[int, CatalogEntry]] = {}
+        self._prefixes: list[tuple[int, str, CatalogEntry]] = []
+        for rank, e in enumerate(ranked):
+            for b in e.binaries:
+                if b.endswith("*"):
+                    self._prefixes.append((rank, b[:-1], e))
+                else:
+                    self._exact.setdefault(b, (rank, e))
+        self._detect_memo: dict[str, CatalogEntry | None] = {}
 
     @classmethod
     def empty(cls, dir: str | None = None) -> Catalog:
@@ -243,17 +272,28 @@ class Catalog:
 
         Order: user entries of a specific kind (user file order), then user generic ones,
         then bundled entries by the same rule. ``None`` means "use builtin names, else
-        generic" (steps 3–4, ``registry.detect_kind``).
+        generic" (steps 3–4, ``registry.detect_kind``). Cost: one dict lookup plus a scan
+        of the ``*`` prefixes ranked ahead of it, memoized per name (at most
+        ``DETECT_MEMO_SIZE`` names).
         """
         name = os.path.basename(program_name)
         if not name:
             return None
-        for group in (self._user, self._bundled_only):
-            for generic in (False, True):
-                for e in group:
-                    if (e.kind == "generic") == generic and e.matches(name):
-                        return e
-        return None
+        hit = self._detect_memo.get(name, _MISS)
+        if hit is not _MISS:
+            return hit  # type: ignore[return-value]
+        exact = self._exact.get(name)
+        best_rank, found = exact if exact is not None else (sys.maxsize, None)
+        for rank, prefix, e in self._prefixes:
+            if rank >= best_rank:
+                break
+            if name.startswith(prefix):
+                found = e
+                break
+        if len(self._detect_memo) >= DETECT_MEMO_SIZE:
+            self._detect_memo.clear()
+        self._detect_memo[name] = found
+        return found
 
     def _applies(self, e: CatalogEntry, kind: str, process_name: str | None) -> bool:
         if kind != "generic":

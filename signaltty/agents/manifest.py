@@ -19,6 +19,7 @@ import os
 import re
 import stat
 import tomllib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,23 @@ MAX_DISPLAY_NAME: Final = 60
 MAX_MESSAGE: Final = 300
 MAX_RULE_ID: Final = 64
 MAX_EVENT_NAME: Final = 64  # protocol.md §6 hook-event ``event``
+# Size caps (issue #4 "Bad input"): a 1 MiB file may still hold 100 000 patterns or names,
+# and loading runs at start and on every reload; real manifests stay far below (the largest
+# bundled file has 16 rules, 45 patterns, 6 patterns per list, 4 binaries).
+MAX_SCREEN_RULES: Final = 200  # [[screen]] tables per file
+MAX_LIST_ITEMS: Final = 64  # entries of any array: binaries, detect, requires, args, patterns …
+MAX_PATTERNS_PER_FILE: Final = 1000  # patterns of [title_status] and [[screen]] together
+MAX_ENV_VARS: Final = 64  # [launch] bypass_env entries
+MAX_ENV_NAME: Final = 256  # characters of a bypass_env variable name
+MAX_LIFECYCLE_EVENTS: Final = 128  # [lifecycle.<Event>] tables per file
+MAX_STRING: Final = 4096  # characters of any string value
+ENV_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Kept equal to launch.py's _RESERVED_ENV/_RESERVED_ENV_PREFIX (checked by a test): the
+# hydrated PATH and signaltty's own pane variables cannot be replaced by ``bypass_env``.
+RESERVED_ENV: Final = frozenset({"PATH"})
+RESERVED_ENV_PREFIX: Final = "SIGNALTTY_"
+# Directional formatting characters that can make a name display as something else.
+BIDI_CONTROLS: Final = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 TITLE_PRIORITY: Final = 1200
 TITLE_STATES: Final = ("working", "blocked", "idle")
 KEEP: Final = "keep"
@@ -157,7 +175,15 @@ def _no_plain_string(value: Any) -> Any:
     # A shell-style string would need splitting; the spec forbids splitting anywhere.
     if isinstance(value, str):
         raise ValueError("expected an array of strings, got a string")  # noqa: TRY004 - pydantic and the loader report ValueError
+    # Checked before pydantic validates the items, so a 100 000-entry array costs nothing.
+    if isinstance(value, list) and len(value) > MAX_LIST_ITEMS:
+        raise ValueError(f"too many entries ({len(value)}, max {MAX_LIST_ITEMS})")
     return value
+
+
+def _has_control(value: str) -> bool:
+    # Cc covers C0 (ESC, NUL, newline …), DEL and C1; Zl/Zp are line/paragraph separators.
+    return any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in value)
 
 
 StrList = Annotated[list[str], BeforeValidator(_no_plain_string)]
@@ -170,6 +196,10 @@ def _bare_name(value: str, what: str) -> str:
         raise ValueError(f"{value!r} must be a bare name (no '/')")
     if value.strip() != value or "\x00" in value:
         raise ValueError(f"{value!r} has surrounding blanks or a NUL byte")
+    if value in (".", ".."):
+        raise ValueError(f"{value!r} is not a program name")
+    if _has_control(value):
+        raise ValueError(f"{value!r} contains a control character")
     return value
 
 
@@ -191,7 +221,7 @@ def _no_empty_args(values: list[str], what: str) -> list[str]:
 
 class _Table(BaseModel):
     # strict: "3" is not a number and true is not an int; extra keys are kept for the debug log.
-    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True, str_max_length=MAX_STRING)
 
 
 class AgentTable(_Table):
@@ -210,6 +240,15 @@ class AgentTable(_Table):
     def _id(cls, v: str | None) -> str | None:
         if v is not None and not ID_RE.match(v):
             raise ValueError(f"{v!r} must match {ID_RE.pattern}")
+        return v
+
+    @field_validator("display_name")
+    @classmethod
+    def _display_name(cls, v: str | None) -> str | None:
+        # Shown in terminals and desktop menus: escape sequences or bidi overrides there
+        # could rewrite what the user sees, so they are refused rather than silently dropped.
+        if v is not None and (_has_control(v) or any(c in BIDI_CONTROLS for c in v)):
+            raise ValueError(f"{v!r} contains a control character, escape or bidi override")
         return v
 
     @field_validator("kind")
@@ -279,12 +318,32 @@ class LaunchTable(_Table):
     def _args(cls, v: list[str]) -> list[str]:
         return _no_empty_args(v, "argument")
 
+    @field_validator("bypass_env", mode="before")
+    @classmethod
+    def _env_size(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            if len(v) > MAX_ENV_VARS:
+                raise ValueError(f"too many entries ({len(v)}, max {MAX_ENV_VARS})")
+            # Checked here so a huge name never ends up in the error's location.
+            for key in v:
+                if isinstance(key, str) and len(key) > MAX_ENV_NAME:
+                    raise ValueError(
+                        f"variable name too long ({len(key)} characters, max {MAX_ENV_NAME})"
+                    )
+        return v
+
     @field_validator("bypass_env")
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        for key in v:
-            if not key or "=" in key or "\x00" in key:
-                raise ValueError(f"bad environment variable name {key!r}")
+        for key, value in v.items():
+            if not ENV_NAME_RE.match(key):
+                raise ValueError(
+                    f"bad environment variable name {key!r} (must match {ENV_NAME_RE.pattern})"
+                )
+            if key in RESERVED_ENV or key.startswith(RESERVED_ENV_PREFIX):
+                raise ValueError(f"{key!r} is reserved (PATH and SIGNALTTY_* cannot be set)")
+            if "\x00" in value:
+                raise ValueError(f"value of {key!r} contains a NUL byte")
         return v
 
 
@@ -550,6 +609,8 @@ def compile_screen_rules(tables: Any, file: str, source: str) -> tuple[ScreenRul
     """
     if not isinstance(tables, list):
         raise ValueError("[[screen]]: must be an array of tables")  # noqa: TRY004 - pydantic and the loader report ValueError
+    if len(tables) > MAX_SCREEN_RULES:
+        raise ValueError(f"[[screen]]: too many rules ({len(tables)}, max {MAX_SCREEN_RULES})")
     rules: list[ScreenRule] = []
     seen: set[str] = set()
     for n, data in enumerate(tables, 1):
@@ -590,6 +651,29 @@ def _strip_loc(exc: ValidationError) -> str:
     field_name = ".".join(str(p) for p in err["loc"])
     validator_field = err["type"] == "value_error" and field_name in ("state", "region")
     return msg.split(": ", 1)[1] if validator_field else msg
+
+
+def _check_pattern_total(data: Mapping[str, Any]) -> None:
+    """Refuse a file with more than ``MAX_PATTERNS_PER_FILE`` patterns before compiling any."""
+    total = 0
+    ts = data.get("title_status")
+    if isinstance(ts, dict):
+        total += sum(
+            len(ts[k])
+            for k in ("working", "blocked", "idle", "attention")
+            if isinstance(ts.get(k), list)
+        )
+    screen = data.get("screen")
+    if isinstance(screen, list):
+        for t in screen:
+            if isinstance(t, dict):
+                total += sum(
+                    len(t[k]) for k in ("regex", "all", "not") if isinstance(t.get(k), list)
+                )
+    if total > MAX_PATTERNS_PER_FILE:
+        raise ValueError(
+            f"[title_status]/[[screen]]: too many patterns ({total}, max {MAX_PATTERNS_PER_FILE} per file)"
+        )
 
 
 def validate_manifest(data: Mapping[str, Any], *, file: str, source: str) -> Manifest:
@@ -641,6 +725,10 @@ def _validate_manifest(data: Mapping[str, Any], file: str, source: str) -> Manif
         events = data["lifecycle"]
         if not isinstance(events, dict):
             raise ValueError("[lifecycle]: must contain [lifecycle.<Event>] tables")
+        if len(events) > MAX_LIFECYCLE_EVENTS:
+            raise ValueError(
+                f"[lifecycle]: too many event tables ({len(events)}, max {MAX_LIFECYCLE_EVENTS})"
+            )
         for event, table in events.items():
             where = f"[lifecycle.{event}]"
             if not event or len(event) > MAX_EVENT_NAME:
@@ -651,6 +739,7 @@ def _validate_manifest(data: Mapping[str, Any], file: str, source: str) -> Manif
                 attention=None if t.attention in (None, KEEP) else Attention(t.attention),
                 message=t.message,
             )
+    _check_pattern_total(data)
     name = os.path.basename(file)
     title_rules = None
     if "title_status" in data:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from signaltty.core.sanitize import sanitize_text
+
 _PYTHON: Final = re.compile(r"python(3(\.\d+)?)?")
 _RUNTIMES: Final = frozenset({"node", "nodejs", "bun", "deno"})
 # Runtimes whose first argument may be the subcommand ``run``.
@@ -21,6 +23,7 @@ _VALUE_OPTIONS: Final = frozenset({"-r", "--require", "--import", "--loader", "-
 # Options that run inline code: the program is the runtime itself.
 _EVAL_OPTIONS: Final = frozenset({"-c", "-e", "-p", "--eval", "--print"})
 _SCRIPT_SUFFIXES: Final = (".js", ".mjs", ".cjs", ".ts", ".py")
+MAX_PROGRAM_NAME: Final = 128
 
 
 def is_runtime(name: str) -> bool:
@@ -85,6 +88,16 @@ def program_name(argv: Sequence[str]) -> str:
         return ""
     name = os.path.basename(argv[0])
     name = name.removeprefix("-")
-    if not is_runtime(name):
+    if is_runtime(name):
+        name = _script_name(name, list(argv[1:]))
+    return _shown(name)
+
+
+def _shown(name: str) -> str:
+    """A program can set any ``argv[0]`` (``exec -a``): the name goes into events, the
+    snapshot and terminals, so escapes, controls, bidi overrides, invalid UTF-8 and length are
+    dealt with here (detection compares against this form too)."""
+    if name.isascii() and name.isprintable() and len(name) <= MAX_PROGRAM_NAME:
         return name
-    return _script_name(name, list(argv[1:]))
+    name = name.encode("utf-8", "replace").decode("utf-8")
+    return sanitize_text(name, MAX_PROGRAM_NAME)

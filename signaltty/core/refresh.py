@@ -58,7 +58,7 @@ def on_process_refresh(
         * ``generic`` panes take ``catalog_id``/``display_name`` of a matched generic entry
           (``detection.kind == "generic"`` with a ``catalog_id``); ``none`` panes stay
           ``none`` for generic matches.
-        * ``cwd`` follows when it is a directory.
+        * ``cwd`` follows when it is a directory whose path is valid UTF-8.
 
     Returns:
         ``[]`` when no persisted field changed, else exactly one ``Emit("pane.updated",
@@ -89,7 +89,7 @@ def on_process_refresh(
             if detection.display_name and detection.display_name != info.display_name:
                 info.display_name = detection.display_name
                 changed.append("display_name")
-    if cwd is not None and cwd_is_dir and cwd != pane.cwd:
+    if cwd is not None and cwd_is_dir and cwd != pane.cwd and _is_text(cwd):
         pane.cwd = cwd
         changed.append("cwd")
     name_changed = process_name is not None and process_name != pane.process_name
@@ -100,3 +100,13 @@ def on_process_refresh(
     if name_changed:
         changed.append("process_name")
     return [Emit("pane.updated", {"pane": pane.to_wire(), "changed": changed})]
+
+
+def _is_text(path: str) -> bool:
+    """False for a path that is not valid UTF-8 (read with surrogate escapes): the protocol
+    cannot carry it, so the pane keeps its previous cwd."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

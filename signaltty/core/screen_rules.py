@@ -12,6 +12,9 @@ match and is reported in ``Evaluation.timed_out``.
 from __future__ import annotations
 
 import re
+import re._constants as _sre_constants  # type: ignore[import-not-found]
+import re._parser as _sre_parser  # type: ignore[import-not-found]
+import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -39,7 +42,10 @@ DEFAULT_LINES: Final = {"bottom": 12, "top": 12}
 MAX_RULE_LINES: Final = 200
 MAX_REGION_LINES: Final = 200
 MAX_LINE_CHARS: Final = 1000
-MATCH_TIMEOUT_S: Final = 0.05
+MATCH_TIMEOUT_S: Final = 0.02
+# One evaluation of a whole rule set never takes longer than this: the rest of its searches
+# count as timed out (a hostile screen against many slow user rules cannot hold the loop).
+EVALUATION_BUDGET_S: Final = 0.1
 FALLBACK_PRIORITY: Final = -1000
 FALLBACK_ID: Final = "idle_fallback"
 
@@ -52,21 +58,91 @@ class PatternError(ValueError):
     """A screen-rule pattern that does not compile; the message names the pattern."""
 
 
+# Bounds on one pattern's compile cost. The ``regex`` library expands counted repeats while
+# compiling (``a{1000000000}`` takes GBs and never finishes), so the parsed pattern is checked
+# first: no pattern longer than MAX_PATTERN_CHARS, no repeat bound above MAX_REPEAT_BOUND, and
+# no more than MAX_PATTERN_WEIGHT items once nested repeats are multiplied out (about 5 ms of
+# compile time). Real rules stay far below (the longest bundled pattern is ~160 characters).
+MAX_PATTERN_CHARS: Final = 2000
+MAX_REPEAT_BOUND: Final = 1000
+MAX_PATTERN_WEIGHT: Final = 10_000
+MAX_PATTERN_NESTING: Final = 100
+_REPEAT_OPS: Final = frozenset(
+    {_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT, _sre_constants.POSSESSIVE_REPEAT}
+)
+_UNBOUNDED: Final = _sre_constants.MAXREPEAT
+
+
+def _subpatterns(av: object) -> list[_sre_parser.SubPattern]:
+    """The sub-patterns held by one parsed node's argument (groups, branches, assertions …)."""
+    if isinstance(av, _sre_parser.SubPattern):
+        return [av]
+    if isinstance(av, (tuple, list)):
+        out: list[_sre_parser.SubPattern] = []
+        for item in av:
+            if isinstance(item, (_sre_parser.SubPattern, tuple, list)):
+                out.extend(_subpatterns(item))
+        return out
+    return []
+
+
+def _pattern_weight(sub: _sre_parser.SubPattern, depth: int) -> int:
+    """Items of ``sub`` with every counted repeat multiplied out; raises ``PatternError``."""
+    if depth > MAX_PATTERN_NESTING:
+        raise PatternError(f"nested too deeply (max {MAX_PATTERN_NESTING} levels)")
+    total = 0
+    for op, av in sub:
+        if op in _REPEAT_OPS:
+            lo, hi, item = av
+            for bound in (lo, hi):
+                if bound != _UNBOUNDED and bound > MAX_REPEAT_BOUND:
+                    shown = (
+                        f"{{{lo}}}" if lo == hi else f"{{{lo},{'' if hi == _UNBOUNDED else hi}}}"
+                    )
+                    raise PatternError(f"counted repeat {shown} too large (max {MAX_REPEAT_BOUND})")
+            times = hi if hi != _UNBOUNDED else lo
+            total += max(times, 1) * _pattern_weight(item, depth + 1)
+        else:
+            children = _subpatterns(av)
+            total += sum(_pattern_weight(c, depth + 1) for c in children) if children else 1
+        if total > MAX_PATTERN_WEIGHT:
+            raise PatternError(
+                f"too large once repeats are expanded (more than {MAX_PATTERN_WEIGHT} items)"
+            )
+    return total
+
+
 def compile_pattern(text: str) -> Pattern[str]:
     """Compile one rule pattern (Python ``re`` syntax, checked with ``re`` itself).
 
+    Before the ``regex`` library compiles it (it expands counted repeats, so an unchecked
+    ``a{1000000000}`` would take GBs), the pattern must be at most ``MAX_PATTERN_CHARS``
+    characters, every repeat bound at most ``MAX_REPEAT_BOUND``, nesting at most
+    ``MAX_PATTERN_NESTING`` levels and the expanded size at most ``MAX_PATTERN_WEIGHT``.
+
     Raises:
-        PatternError: the pattern is not a string or does not compile.
+        PatternError: the pattern is not a string, breaks one of those limits (e.g.
+            ``counted repeat {1000000000} too large (max 1000)``) or does not compile.
     """
     if not isinstance(text, str):
         raise PatternError(f"pattern must be a string, got {type(text).__name__}")
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    if len(text) > MAX_PATTERN_CHARS:
+        raise PatternError(
+            f"bad pattern {shown!r}: too long ({len(text)} characters, max {MAX_PATTERN_CHARS})"
+        )
     try:
         # The documented syntax is Python ``re``: reject what ``re`` rejects even where the
-        # ``regex`` library (used for its time limit) would be more lenient.
+        # ``regex`` library (used for its time limit) would be more lenient. Parsing is cheap
+        # and never expands repeats; the parse tree gives exact bounds (escaped braces are
+        # literals there, not repeats).
+        _pattern_weight(_sre_parser.parse(text), 0)
         re.compile(text)
         return regex.compile(text, flags=regex.VERSION0)
+    except PatternError as exc:
+        raise PatternError(f"bad pattern {shown!r}: {exc}") from None
     except (re.error, regex.error, ValueError, OverflowError, RecursionError) as exc:
-        raise PatternError(f"bad pattern {text!r}: {exc}") from None
+        raise PatternError(f"bad pattern {shown!r}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +237,7 @@ class _Regions:
     """Region texts of one view, computed lazily and cached (one sweep, many rules)."""
 
     view: ScreenView
+    deadline: float = field(default_factory=lambda: time.perf_counter() + EVALUATION_BUDGET_S)
     _lines: list[str] | None = None
     _cache: dict[tuple[str, int | None], str | None] = field(default_factory=dict)
 
@@ -220,20 +297,25 @@ def _slice(region: str, lines: list[str]) -> list[str]:
     raise ValueError(f"unknown region {region!r}")
 
 
-def _search(pattern: Pattern[str], text: str) -> bool:
-    return pattern.search(text, timeout=MATCH_TIMEOUT_S) is not None
+def _search(pattern: Pattern[str], text: str, deadline: float) -> bool:
+    remaining = deadline - time.perf_counter()
+    if remaining <= 0:
+        raise TimeoutError("evaluation budget used up")
+    return pattern.search(text, timeout=min(MATCH_TIMEOUT_S, remaining)) is not None
 
 
 def rule_matches(rule: ScreenRule, regions: _Regions) -> bool:
-    """Whether ``rule`` matches; raises ``TimeoutError`` when a search runs out of time."""
+    """Whether ``rule`` matches; raises ``TimeoutError`` when a search runs out of time (its
+    own ``MATCH_TIMEOUT_S`` or what is left of the evaluation's ``EVALUATION_BUDGET_S``)."""
     text = regions.text(rule.region, rule.lines)
     if text is None:
         return False
-    if rule.regex and not any(_search(p, text) for p in rule.regex):
+    deadline = regions.deadline
+    if rule.regex and not any(_search(p, text, deadline) for p in rule.regex):
         return False
-    if not all(_search(p, text) for p in rule.all):
+    if not all(_search(p, text, deadline) for p in rule.all):
         return False
-    return not any(_search(p, text) for p in rule.not_)
+    return not any(_search(p, text, deadline) for p in rule.not_)
 
 
 def evaluate(

@@ -9,11 +9,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from signaltty.core import limits
 
-NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+
+
+def _valid_unicode(value: str) -> str:
+    # A lone surrogate (JSON "\udcff") cannot be passed to a program, written to a file or
+    # saved in the snapshot: refuse it where the text goes that far.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (lone surrogate)") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_valid_unicode)]
+NonEmpty = Annotated[str, StringConstraints(min_length=1), AfterValidator(_valid_unicode)]
 
 
 class Params(BaseModel):
@@ -29,8 +42,8 @@ class ServerShutdown(Params):
 
 
 class WorkspaceCreate(Params):
-    name: str | None = None
-    cwd: str | None = None
+    name: Text | None = None
+    cwd: Text | None = None
 
 
 class WorkspaceRef(Params):
@@ -39,7 +52,7 @@ class WorkspaceRef(Params):
 
 class WorkspaceRename(Params):
     workspace_id: NonEmpty
-    name: str
+    name: Text
 
 
 class WorkspaceClose(Params):
@@ -50,17 +63,17 @@ class WorkspaceClose(Params):
 class _Command(Params):
     argv: list[NonEmpty] | None = Field(None, min_length=1)
     agent: NonEmpty | None = None
-    prompt: str | None = None
+    prompt: Text | None = None
     bypass: bool | None = None
     # ``continue`` is a Python keyword
     continue_: bool | None = Field(None, alias="continue")
-    cwd: str | None = None
-    label: Annotated[str, StringConstraints(max_length=limits.MAX_LABEL)] | None = None
+    cwd: Text | None = None
+    label: Annotated[str, StringConstraints(max_length=limits.MAX_LABEL), AfterValidator(_valid_unicode)] | None = None
 
 
 class PaneSpawn(_Command):
     workspace_id: NonEmpty
-    env: dict[str, str] | None = None
+    env: dict[Text, Text] | None = None
     cols: int | None = None
     rows: int | None = None
     agent_hint: str | None = None
@@ -233,7 +246,7 @@ class PermissionList(Params):
 
 class PaneSubmit(Params):
     pane_id: NonEmpty
-    text: Annotated[str, StringConstraints(min_length=1)]
+    text: Annotated[str, StringConstraints(min_length=1), AfterValidator(_valid_unicode)]
     submit_delay_ms: int | None = Field(None, ge=0, le=5000)
     stall_timeout_s: float | None = Field(None, ge=1, le=120)
 

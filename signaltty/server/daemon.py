@@ -43,6 +43,11 @@ log = structlog.get_logger("signaltty.daemon")
 
 # Tail-only saves (output changed, nothing persisted changed) run at most this often.
 _TAIL_SAVE_S = 10.0
+# Shutdown save: time to finish applying a pane's pending screen bytes before its tail is taken,
+# per pane and in total; the whole shutdown must fit systemd's TimeoutStopSec=15
+# (desktop-and-service.md §3.1), and a snapshot step cut off by its timeout writes nothing.
+_FINAL_SETTLE_PANE_S = 2.0
+_FINAL_SETTLE_S = 5.0
 _KILL_AFTER_S = 3.0
 _CLOSE_KILL_AFTER_S = 5.0
 
@@ -76,6 +81,14 @@ class Daemon:
         # resolved once: reloads re-read this directory, they do not re-resolve it.
         self.agents_dir = paths.agents_dir(agents_dir_flag, self.config.agents.dir)
         self.catalog: Catalog = Catalog.empty(str(self.agents_dir))  # loaded in prepare()
+        # Reloads run load_catalog in a worker thread, one at a time; requests arriving
+        # meanwhile share the next load (generation counters), and SIGHUPs share one task.
+        self._reload_lock = asyncio.Lock()
+        self._reload_requested = 0
+        self._reload_done = 0
+        self._reload_outcome: dict[str, Any] | SignalttyError | None = None
+        self._sighup_task: asyncio.Task[None] | None = None
+        self._sighup_again = False
         self.instance_id = new_id("inst")
         self.started_mono = time.monotonic()
         self.bus = Bus()
@@ -163,19 +176,42 @@ class Daemon:
             )
         log.info("agents.loaded", entries=len(self.catalog.entries()), failures=len(self.catalog.failures))
 
-    def reload_agents(self) -> dict[str, Any]:
+    async def reload_agents(self) -> dict[str, Any]:
         """``agents.reload``: re-read the agents directory and swap the whole catalog.
+
+        ``load_catalog`` (file reads, TOML, pattern compilation) runs in a worker thread so
+        the loop keeps answering. At most one load runs at a time: a call arriving during a
+        load waits for it and then shares one fresh load with every other waiting call, so
+        each caller sees the directory as it was at or after its request, and N concurrent
+        calls start at most two loads.
 
         Returns:
             The new ``agents.list`` shape (protocol.md §6); emits ``agents.reloaded
-            {manifests, failures}``.
+            {manifests, failures}`` once per load.
 
         Raises:
             SignalttyError: ``IO_ERROR`` when the directory exists but cannot be listed; the
                 active catalog stays.
         """
+        self._reload_requested += 1
+        wanted = self._reload_requested
+        async with self._reload_lock:
+            if self._reload_done < wanted:
+                covers = self._reload_requested
+                try:
+                    self._reload_outcome = await self._load_and_swap()
+                except SignalttyError as exc:
+                    self._reload_outcome = exc
+                self._reload_done = covers
+            outcome = self._reload_outcome
+        if isinstance(outcome, SignalttyError):
+            raise outcome
+        assert outcome is not None
+        return outcome
+
+    async def _load_and_swap(self) -> dict[str, Any]:
         try:
-            catalog = load_catalog(self.agents_dir)
+            catalog = await asyncio.to_thread(load_catalog, self.agents_dir)
         except OSError as exc:
             log.error("agents.reload_failed", dir=str(self.agents_dir), error=exc.strerror or str(exc))
             raise SignalttyError(
@@ -202,10 +238,26 @@ class Daemon:
 
     def _on_sighup(self) -> None:
         log.info("daemon.sighup", action="reload")
-        try:
-            self.reload_agents()
-        except SignalttyError:
-            pass  # logged by reload_agents; the active set stays
+        # A storm of SIGHUPs costs one task and at most one extra load: signals arriving
+        # while a reload runs only ask the running task to go once more.
+        if self._sighup_task is not None and not self._sighup_task.done():
+            self._sighup_again = True
+            return
+        self._sighup_task = asyncio.get_running_loop().create_task(self._sighup_reload(), name="sighup-reload")
+        self._background.add(self._sighup_task)
+        self._sighup_task.add_done_callback(self._background.discard)
+
+    async def _sighup_reload(self) -> None:
+        while True:
+            self._sighup_again = False
+            try:
+                await self.reload_agents()
+            except SignalttyError:
+                pass  # logged by _load_and_swap; the active set stays
+            except Exception:  # a reload bug must not kill the signal path
+                log.exception("agents.reload_crashed")
+            if not self._sighup_again:
+                return
 
     def _restore(self) -> None:
         restored = persistence.load_snapshot(self.state_dir)
@@ -300,7 +352,13 @@ class Daemon:
             self.hydrated.clear()  # spawns arriving meanwhile wait for the new PATH
             self.path_hydration = {**self.path_hydration, "state": "pending"}
             self._spawn_bg(self._hydrate(), "path-hydration")
-        await self.wait_hydration()
+        # The probe ends within its own 5 s limit (killed then); a little slack lets the
+        # answer carry that outcome instead of "pending".
+        if not self.hydrated.is_set():
+            try:
+                await asyncio.wait_for(self.hydrated.wait(), shellpath.TIMEOUT_S + 0.5)
+            except TimeoutError:
+                pass
 
     async def wait_hydration(self) -> None:
         """A spawn arriving while hydration runs waits for it, at most 5 s (§5 "ordering")."""
@@ -343,7 +401,11 @@ class Daemon:
             now = time.monotonic()
             tails_due = now - self._last_tail_save >= _TAIL_SAVE_S and self._tails_changed()
             if self.store.dirty or tails_due:
-                await self.save()
+                try:
+                    await self.save()
+                except Exception:  # noqa: BLE001 - the flusher must outlive any one bad save
+                    self.store.dirty = True
+                    log.exception("snapshot.save_failed")
 
     def _tails_changed(self) -> bool:
         return any(
@@ -354,20 +416,37 @@ class Daemon:
         """Write the snapshot and changed tails (worker thread); False if it failed (logged)."""
         store = self.store
         store.dirty = False
-        data = persistence.serialize_snapshot(
-            sorted(store.workspaces.values(), key=lambda w: w.created_at),
-            list(store.panes.values()),
-            list(store.notifications),
-            store.now(),
-        )
+        try:
+            data = persistence.serialize_snapshot(
+                sorted(store.workspaces.values(), key=lambda w: w.created_at),
+                list(store.panes.values()),
+                list(store.notifications),
+                store.now(),
+            )
+        except Exception:  # noqa: BLE001 - a bad value must never stop saving for good
+            store.dirty = True
+            log.exception("snapshot.serialize_failed")
+            return False
         tails: dict[str, str] = {}
         offsets: dict[str, int] = {}
         if self.config.persistence.save_tails:
-            # What the screens hold now: a pane that keeps printing must not delay a save.
+            # What the screens hold now, without applying pending bytes: that parse (up to
+            # ~128 KiB a pane, seconds of scroll-heavy output) would block the loop. The offset
+            # recorded is the one the tail reflects, so a later round saves what was pending.
+            # At shutdown the tails are completed first, yielding, bounded per pane and in total.
+            loop = asyncio.get_running_loop()
+            final_by = loop.time() + _FINAL_SETTLE_S
             for pane_id, rt in list(self.runtimes.items()):
                 if rt.output_offset != self._saved_offsets.get(pane_id, 0) or pane_id not in self._saved_offsets:
-                    tails[pane_id], _ = rt.tail_text(5000)
-                    offsets[pane_id] = rt.output_offset
+                    left = min(_FINAL_SETTLE_PANE_S, final_by - loop.time())
+                    if self.shutting_down and not self._hurry and left > 0:
+                        try:
+                            async with asyncio.timeout(left):
+                                await rt.settle()
+                        except TimeoutError:
+                            log.warning("snapshot.tail_incomplete", pane_id=pane_id)
+                    offsets[pane_id] = rt.screen_offset
+                    tails[pane_id], _ = rt.tail_text(5000, apply_pending=False)
         keep = set(store.panes) if self.config.persistence.save_tails else set()
         try:
             await asyncio.to_thread(persistence.write_snapshot, self.state_dir, data, tails, keep)

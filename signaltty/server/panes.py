@@ -53,10 +53,16 @@ _PROGRESS_WINDOW_S = 0.25
 # After the child exits, read what it left in the PTY, at most this much at once.
 _EXIT_DRAIN_BYTES = 256 * 1024
 _MAX_REPLIES_PER_CHUNK = 16
+# A terminal reply queued behind an input write gives up after this long.
+_REPLY_BUDGET_S = 30.0
 # One drain step: at most SCREEN_SLICE_BYTES, in pieces, for at most this long (README quality
 # bar: the loop is never blocked for more than 50 ms).
 _SLICE_S = 0.010
 _PIECE_BYTES = 2048
+# A cursor report (CSI 6 n) is computed on the spot only when at most this much screen output
+# is pending before the query (~60 ms of scroll-heavy parsing at worst); a larger backlog is
+# applied by a task in time slices while the PTY is not read (agents.md §7.5).
+_CURSOR_SYNC_BYTES = 4 * 1024
 # OSC 7 cwd reports name this host (agents.md §7.2).
 _HOSTNAME = socket.gethostname()
 
@@ -67,6 +73,32 @@ class Viewer(Protocol):
     def deliver_data(self, pane_id: str, data: bytes, output_offset: int) -> None: ...
 
     def detached(self, pane_id: str) -> None: ...
+
+
+class _ReplyJob:
+    """The queries of one PTY chunk being answered, in byte order (agents.md §7.4, §7.5).
+
+    ``base`` is the absolute output offset of ``chunk[0]``; ``prefed`` counts the bytes of
+    ``chunk`` already queued on the screen; ``index`` is the next query to answer. Once
+    ``deferred``, the bytes after ``prefed`` are held back and the PTY is not read until every
+    reply of the chunk is written.
+    """
+
+    __slots__ = ("base", "chunk", "da1", "deferred", "has_viewer", "index", "prefed", "proc", "queries", "replies")
+
+    def __init__(
+        self, queries: list[osc.Query], chunk: bytes, base: int, has_viewer: bool, proc: ptymod.PtyProcess | None
+    ) -> None:
+        self.queries = queries
+        self.chunk = chunk
+        self.base = base
+        self.has_viewer = has_viewer
+        self.proc = proc
+        self.index = 0
+        self.prefed = 0
+        self.replies: list[bytes] = []
+        self.da1 = 0
+        self.deferred = False
 
 
 class PaneRuntime:
@@ -91,6 +123,8 @@ class PaneRuntime:
         self._drain_task: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._settled.set()
+        self._reply_job: _ReplyJob | None = None
+        self._reply_task: asyncio.Task[None] | None = None
         self._input_lock = asyncio.Lock()
         self._writable: asyncio.Future[None] | None = None
         self._output_listeners: set[Callable[[bytes], None]] = set()
@@ -100,6 +134,7 @@ class PaneRuntime:
         self._exit_waiters: list[asyncio.Future[None]] = []
         self.on_exit_hooks: list[Callable[[PaneRuntime], None]] = []
         self.status = ProgramStatusLayer(store, pane)
+        self._reply_tasks: set[asyncio.Task[None]] = set()
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -122,6 +157,7 @@ class PaneRuntime:
             and not self._reading
             and not self.eof
             and not self.closed
+            and self._reply_job is None  # held bytes of a deferred cursor report go first
         ):
             self._loop.add_reader(self.proc.master_fd, self._on_readable)
             self._reading = True
@@ -194,47 +230,132 @@ class PaneRuntime:
             del self.raw[: len(self.raw) - RAW_RING_BYTES]
 
     def _answer_queries(self, items: list[Any], chunk: bytes) -> int:
-        """Terminal replies, written before anything else (agents.md §7.4, §7.5).
+        """Terminal replies, written before the chunk's later bytes reach the screen
+        (agents.md §7.4, §7.5).
+
+        A cursor report needs the screen as it is right after the query. With at most
+        ``_CURSOR_SYNC_BYTES`` pending before it the screen is brought there at once; with
+        more, the PTY stops being read, the rest of the chunk is held back and a task applies
+        the backlog in time slices, writes the chunk's replies (in order, DA1 last), queues
+        the held bytes and resumes reading, so a flood followed by ``CSI 6 n`` never blocks
+        the loop for a whole backlog parse.
 
         Returns:
-            How many bytes of ``chunk`` were already fed to the screen (a cursor report
-            needs the screen as it is right after the query).
+            How many bytes of ``chunk`` the caller must not queue on the screen: those already
+            queued up to a cursor query, or all of them while the replies are deferred.
         """
-        replies: list[bytes] = []
-        has_viewer = bool(self.viewers)
-        prefed = 0
-        da1 = 0
-        for item in items:
-            if not isinstance(item, osc.Query) or len(replies) + da1 >= _MAX_REPLIES_PER_CHUNK:
-                continue
+        queries = [item for item in items if isinstance(item, osc.Query)]
+        if not queries:
+            return 0
+        job = _ReplyJob(queries, chunk, self.output_offset, bool(self.viewers), self.proc)
+        self._reply_job = job
+        try:
+            done = self._advance_replies(job, None, _CURSOR_SYNC_BYTES)
+        except BaseException:
+            self._reply_job = None  # a left-over job would keep the PTY from being read
+            raise
+        if done:
+            return job.prefed
+        job.deferred = True
+        self._stop_reading()
+        self._reply_task = self._loop.create_task(self._finish_replies(job), name=f"replies-{self.pane.id}")
+        return len(chunk)
+
+    def _advance_replies(self, job: _ReplyJob, budget_s: float | None, sync_limit: int | None) -> bool:
+        """Answer ``job``'s queries in order; True once its replies are written.
+
+        Args:
+            budget_s: time for applying a backlog before a cursor query (None: no bound).
+            sync_limit: a cursor query with more pending bytes before it returns False at once.
+
+        Returns:
+            False when a cursor query still waits for pending bytes (call again later).
+        """
+        screen = self.screen
+        deadline = None if budget_s is None else time.perf_counter() + budget_s
+        while job.index < len(job.queries) and len(job.replies) + job.da1 < _MAX_REPLIES_PER_CHUNK:
+            item = job.queries[job.index]
             if item.kind == osc.QUERY_PROGRAM_STATUS:
-                replies.append(b"\x1b]7501;?\x1b\\")
-            elif has_viewer:
-                continue
+                job.replies.append(b"\x1b]7501;?\x1b\\")
+            elif job.has_viewer:
+                pass
             elif item.kind == osc.QUERY_DA1:
-                da1 += 1  # after every OSC reply of the chunk: DA1 is the programs' sentinel
+                job.da1 += 1  # after every OSC reply of the chunk: DA1 is the programs' sentinel
             elif item.kind == osc.QUERY_DSR_STATUS:
-                replies.append(b"\x1b[0n")
+                job.replies.append(b"\x1b[0n")
             elif item.kind == osc.QUERY_DSR_CURSOR:
-                # The cursor as it is right after the query: feed the screen up to it.
-                upto = min(len(chunk), max(prefed, item.offset - self.output_offset))
-                self.screen.feed(chunk[prefed:upto])
-                prefed = upto
-                self.settle_now()
-                row, col = self.screen.cursor
-                replies.append(f"\x1b[{row + 1};{col + 1}R".encode())
+                # Nothing after the query is queued yet, so applying all pending bytes puts
+                # the screen exactly right after it.
+                upto = min(len(job.chunk), max(job.prefed, item.offset - job.base))
+                screen.feed(job.chunk[job.prefed : upto])
+                job.prefed = upto
+                if sync_limit is not None and screen.pending > sync_limit:
+                    return False
+                while screen.pending:
+                    if deadline is not None and time.perf_counter() >= deadline:
+                        return False
+                    screen.drain(_PIECE_BYTES)
+                row, col = screen.cursor
+                job.replies.append(f"\x1b[{row + 1};{col + 1}R".encode())
             elif item.kind in ("osc10", "osc11"):
                 num = item.kind[3:]
                 colour = "ffff/ffff/ffff" if num == "10" else "0000/0000/0000"
                 term = b"\x07" if item.raw.endswith(b"\x07") else b"\x1b\\"
-                replies.append(f"\x1b]{num};rgb:{colour}".encode() + term)
-        replies += [b"\x1b[?62;22c"] * da1
-        if replies and self.live:
+                job.replies.append(f"\x1b]{num};rgb:{colour}".encode() + term)
+            job.index += 1
+        if self._reply_job is job:
+            self._reply_job = None
+        replies = job.replies + [b"\x1b[?62;22c"] * job.da1
+        if replies and self.live and self.proc is job.proc:
             self._write_now(b"".join(replies))
-        return prefed
+        if job.deferred:
+            self._release_held(job)
+        return True
+
+    async def _finish_replies(self, job: _ReplyJob) -> None:
+        """The deferred part of ``_answer_queries``: time slices with a yield between them."""
+        try:
+            while self._reply_job is job:
+                drain = self._drain_task
+                if drain is not None and not drain.done():
+                    # The drain task is applying this backlog in its own slices (nothing is
+                    # fed meanwhile, so it stops right at the query); slicing here as well
+                    # would double the time the loop is held per iteration.
+                    await asyncio.shield(drain)
+                    continue
+                if self._advance_replies(job, _SLICE_S, None):
+                    break
+                await asyncio.sleep(0)
+        except Exception:  # noqa: BLE001 - one pane's fault must not reach the loop
+            log.exception("pump.reply_failed", pane_id=self.pane.id)
+            if self._reply_job is job:
+                self._reply_job = None
+                self._release_held(job)
+
+    def _release_held(self, job: _ReplyJob) -> None:
+        """Queue the bytes held back after a deferred cursor query and read the PTY again."""
+        self.screen.feed(job.chunk[job.prefed :])
+        job.prefed = len(job.chunk)
+        self._schedule_drain()
+        if not self._paused:
+            self._start_reading()
+        self.store.bus.poke(self.pane.id)
+
+    async def _reply_after_input(self, data: bytes) -> None:
+        try:
+            await self.write_input(data, _REPLY_BUDGET_S)
+        except SignalttyError:
+            log.debug("pump.reply_dropped", pane_id=self.pane.id)
 
     def _write_now(self, data: bytes) -> None:
         assert self.proc is not None
+        if self._input_lock.locked():
+            # An input write (a paste) is under way: a reply in its middle would reach the
+            # program inside the pasted text. It goes right after, in order.
+            task = self._loop.create_task(self._reply_after_input(data))
+            self._reply_tasks.add(task)
+            task.add_done_callback(self._reply_tasks.discard)
+            return
         try:
             os.write(self.proc.master_fd, data)
         except OSError:
@@ -266,8 +387,8 @@ class PaneRuntime:
                 case osc.Progress(state=state, percent=percent, raw=raw):
                     self._queue_progress({"state": state, "percent": percent, "raw": raw, "at": now})
                     continue
-                case osc.ProgramStatus(payload=payload):
-                    self.status.on_report(payload)
+                case osc.ProgramStatus(payload=payload, size=size):
+                    self.status.on_report(payload, size)
                     continue
                 case osc.PromptStart():
                     self.status.on_prompt_start()
@@ -347,13 +468,22 @@ class PaneRuntime:
         Bounded: output that keeps arriving meanwhile is not waited for, so a pane that
         never stops printing cannot stall a read, an attach or a save.
         """
+        task = self._reply_task
+        if task is not None and not task.done():
+            # Bytes held back behind a deferred cursor report count as pending; the task
+            # itself is bounded (one chunk plus the backlog before it) and yields.
+            await asyncio.shield(task)
         budget = self.screen.pending
         while budget > 0 and self.screen.pending:
             budget -= max(1, self.screen.drain(min(budget, _PIECE_BYTES * 4)))
             await asyncio.sleep(0)
 
     def settle_now(self) -> None:
-        """Apply pending bytes synchronously (bounded by the reader's pause threshold)."""
+        """Apply pending bytes synchronously (bounded by the reader's pause threshold),
+        finishing a deferred cursor report first so that its held bytes are included."""
+        job = self._reply_job
+        if job is not None and job.deferred:
+            self._advance_replies(job, None, None)
         while self.screen.pending:
             self.screen.drain(SCREEN_SLICE_BYTES * 16)
 
@@ -365,12 +495,21 @@ class PaneRuntime:
 
     # ---------------------------------------------------------------- reads
 
-    def tail_text(self, lines: int) -> tuple[str, bool]:
-        """Rendered history + visible screen, or the restored tail for a pane with no screen."""
+    @property
+    def screen_offset(self) -> int:
+        """Output offset (bytes) the screen model has applied: ``output_offset`` minus pending
+        bytes and bytes held back behind a deferred cursor report."""
+        job = self._reply_job
+        held = len(job.chunk) - job.prefed if job is not None and job.deferred else 0
+        return self.output_offset - self.screen.pending - held
+
+    def tail_text(self, lines: int, *, apply_pending: bool = True) -> tuple[str, bool]:
+        """Rendered history + visible screen, or the restored tail for a pane with no screen;
+        ``apply_pending=False``: as applied so far (see ``VirtualScreen.tail``)."""
         if self.retained_text is not None and self.proc is None:
             all_lines = self.retained_text.split("\n")
             return "\n".join(all_lines[-lines:]), len(all_lines) > lines
-        return self.screen.tail(lines)
+        return self.screen.tail(lines, apply_pending=apply_pending)
 
     def raw_text(self) -> str:
         return bytes(self.raw).decode("utf-8", errors="replace")

@@ -76,7 +76,7 @@ def cap_tail(text: str, limit: int = TAIL_FILE_BYTES) -> str:
     out: list[str] = []
     total = 0
     for line in reversed(text.split("\n")):
-        total += len(line.encode()) + 1
+        total += len(line.encode("utf-8", "replace")) + 1
         if total > limit:
             break
         out.append(line)
@@ -95,7 +95,9 @@ def serialize_snapshot(
         "panes": [p.to_wire(persist=True) for p in panes],
         "notifications": [n.to_wire() for n in notifications],
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False).encode() + b"\n"
+    # A lone surrogate (a non-UTF-8 path read from the system) becomes a JSON \u escape:
+    # the file stays valid UTF-8 and reads back to the same string.
+    return json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n"
 
 
 @dataclass
@@ -269,7 +271,7 @@ def write_snapshot(state_dir: Path, data: bytes, tails: dict[str, str], keep: se
     if tails or keep:
         hist.mkdir(mode=0o700, exist_ok=True)
     for pane_id, text in tails.items():
-        atomic_write(hist / f"{pane_id}.tail", cap_tail(text).encode())
+        atomic_write(hist / f"{pane_id}.tail", cap_tail(text).encode("utf-8", "replace"))
     if hist.is_dir():
         for entry in hist.iterdir():
             if entry.suffix == ".tail" and entry.stem not in keep:

@@ -827,7 +827,7 @@ class Router:
 
     async def m_agents_reload(self, conn: Connection | None, p: P.Empty) -> dict[str, Any]:
         """``agents.reload`` (protocol.md §6). Raises ``IO_ERROR`` (dir unlistable; set kept)."""
-        return self.d.reload_agents()
+        return await self.d.reload_agents()
 
     async def m_pane_resume(self, conn: Connection | None, p: P.PaneRef) -> dict[str, Any]:
         pane = self._pane(p.pane_id)

@@ -16,6 +16,7 @@ import structlog
 from signaltty import __version__
 from signaltty.agents import codex_runtime, resume
 from signaltty.agents.adapters import adapter_for
+from signaltty.agents.adapters.overlay import resolve_adapter
 from signaltty.agents.process_name import program_name
 from signaltty.agents.registry import builtin_kind, display_name_for
 from signaltty.core import rules
@@ -242,7 +243,10 @@ class Spawner:
                 ``RATE_LIMITED``.
         """
         store = self.d.store
-        adapter = adapter_for(pane.agent.kind)
+        # The merged manifest's [session] resume wins over the adapter's (agents.md §3.4).
+        adapter = resolve_adapter(self.d.catalog, pane.agent.catalog_id or pane.agent.kind)
+        if adapter is None:
+            adapter = adapter_for(pane.agent.kind)
         info = pane.agent
         argv: list[str] | None
         if info.resume_source == "reported" and info.resume_argv:

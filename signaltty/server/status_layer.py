@@ -45,10 +45,10 @@ class ProgramStatusLayer:
 
     # ---------------------------------------------------------------- inputs
 
-    def on_report(self, payload: str) -> None:
-        """One ``OSC 7501;<report>`` from the PTY."""
+    def on_report(self, payload: str, size: int = 0) -> None:
+        """One ``OSC 7501;<report>`` from the PTY (``size``: the whole sequence in bytes)."""
         self._follow_instance()
-        report = parse_report(payload)
+        report = parse_report(payload, size)
         if report is None:
             self.discarded += 1
             return

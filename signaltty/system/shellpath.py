@@ -18,6 +18,9 @@ BEGIN = "__SIGNALTTY_PATH_BEGIN__"
 END = "__SIGNALTTY_PATH_END__"
 TIMEOUT_S = 5.0
 MAX_PATH_BYTES = 256 * 1024
+# The kernel refuses any one environment string over 128 KiB (MAX_ARG_STRLEN): a merged PATH
+# stays well below, or no program could be started with it.
+MAX_MERGED_PATH_BYTES = 64 * 1024
 _READ_BYTES = 64 * 1024
 _SCRIPT = f"printf '%s' {BEGIN}; printf '%s' \"$PATH\"; printf '%s' {END}"
 
@@ -83,12 +86,21 @@ async def read_delimited(stream: asyncio.StreamReader) -> bytes:
 
 
 def merge(current: str, found: str) -> tuple[str, list[str]]:
-    """Keep ``current`` in order; append new absolute, non-empty segments of ``found``."""
+    """Keep ``current`` in order; append new absolute, non-empty segments of ``found`` while
+    the result stays within ``MAX_MERGED_PATH_BYTES`` (later segments are dropped)."""
     have = [p for p in current.split(":") if p]
+    seen = set(have)
+    size = len(":".join(have).encode("utf-8", "surrogateescape"))
     added: list[str] = []
     for seg in found.split(":"):
-        if seg and os.path.isabs(seg) and seg not in have and seg not in added:
-            added.append(seg)
+        if not seg or not os.path.isabs(seg) or seg in seen:
+            continue
+        cost = len(seg.encode("utf-8", "surrogateescape")) + 1
+        if size + cost > MAX_MERGED_PATH_BYTES:
+            break
+        seen.add(seg)
+        added.append(seg)
+        size += cost
     return ":".join([*have, *added]), added
 
 

@@ -95,10 +95,12 @@ class Progress:
 
 @dataclass(frozen=True, slots=True)
 class ProgramStatus:
-    """OSC 7501 report; ``payload`` is the raw text after ``7501;`` (parsed later)."""
+    """OSC 7501 report; ``payload`` is the raw text after ``7501;`` (parsed later);
+    ``size`` the whole sequence in bytes, introducer and terminator included (0 = unknown)."""
 
     offset: int
     payload: str
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,7 +424,7 @@ def _dispatch(ps: int, pt: str, end: int, hosts: frozenset[str], seq: bytes) -> 
     if ps == 7501:
         if pt.startswith("?"):
             return Query(end, QUERY_PROGRAM_STATUS, seq)
-        return ProgramStatus(end, pt) if pt else None
+        return ProgramStatus(end, pt, len(seq)) if pt else None
     if ps == 133:
         return PromptStart(end) if pt == "A" or pt.startswith("A;") else None
     if ps == 7:

@@ -84,7 +84,7 @@ def _decode_text(value: str, max_bytes: int, cap: int) -> str | None:
     return sanitize_text(text, cap) or None
 
 
-def parse_report(payload: str) -> Report | None:
+def parse_report(payload: str, size: int = 0) -> Report | None:
     """Parse the text after ``7501;`` (agents.md §7.4).
 
     ``key=value`` pairs are separated by ``:``; pairs without ``=`` and unknown keys are
@@ -96,7 +96,9 @@ def parse_report(payload: str) -> Report | None:
     Returns:
         The report, or None when it is discarded.
     """
-    if len(payload.encode("utf-8", "surrogatepass")) + _FRAME_BYTES > MAX_SEQUENCE_BYTES:
+    if size <= 0:  # unknown: assume the longer ST terminator
+        size = len(payload.encode("utf-8", "surrogatepass")) + _FRAME_BYTES
+    if size > MAX_SEQUENCE_BYTES:
         return None
     fields: dict[str, str] = {}
     for pair in payload.split(":"):

@@ -294,11 +294,14 @@ class VirtualScreen(abc.ABC):
         """True while the alternate screen (``?1049``, ``?1047`` or ``?47``) is active."""
 
     @abc.abstractmethod
-    def tail(self, lines: int) -> TailText:
+    def tail(self, lines: int, *, apply_pending: bool = True) -> TailText:
         """Last ``lines`` rendered lines of history followed by the main grid.
 
         Args:
             lines: line count; the router clamps it to 1-5000 (protocol.md §9).
+            apply_pending: False reads the model as applied so far, leaving pending bytes
+                pending: O(lines) instead of a parse of up to the reader's pause threshold, for
+                callers on the event loop that accept a slightly stale tail (periodic saves).
 
         Returns:
             ``TailText(text, truncated)``: lines joined by ``\\n`` with trailing empty grid rows
@@ -2031,10 +2034,11 @@ class PyteScreen(VirtualScreen):
         self._apply_all()
         return self._screen.title
 
-    def tail(self, lines: int) -> TailText:
+    def tail(self, lines: int, *, apply_pending: bool = True) -> TailText:
         """See ``VirtualScreen.tail``. While the alternate screen is shown, the main grid (not
         the alternate one) follows the history, as agents.md §7.6 specifies."""
-        self._apply_all()
+        if apply_pending:
+            self._apply_all()
         screen = self._screen
         grid = screen.main_grid
         rows = [grid.text(y, screen.columns) for y in range(screen.lines)]

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,7 @@ from signaltty.agents.adapters import ADAPTERS
 from signaltty.agents.adapters.overlay import OverlayAdapter, resolve_adapter
 from signaltty.agents.catalog import (
     BUNDLED_DIR,
+    DETECT_MEMO_SIZE,
     Catalog,
     LaunchSpec,
     PromptSpec,
@@ -20,6 +25,7 @@ from signaltty.agents.catalog import (
 )
 from signaltty.core.hooks import UNRECOGNIZED
 from signaltty.core.states import Attention, Lifecycle
+from tests.conftest import DaemonProc
 
 
 def w(d: Path, name: str, text: str) -> Path:
@@ -457,3 +463,102 @@ def test_real_bundled_catalog_resolves_builtin_kinds() -> None:
         assert a is not None and a.kind == e.kind
 
 
+
+
+# --------------------------------------------------------------------------- detect index
+
+
+def _linear_detect(cat: Catalog, name: str):  # the §3.1 definition, spelled out
+    for group in (cat._user, cat._bundled_only):
+        for generic in (False, True):
+            for e in group:
+                if (e.kind == "generic") == generic and e.matches(name):
+                    return e
+    return None
+
+
+def test_detect_index_agrees_with_the_linear_definition(bundled: Path, user: Path) -> None:
+    # exact names and prefixes overlapping across every rank: specific/generic, user/bundled
+    w(user, "a-gen.toml", '[agent]\nkind = "generic"\nbinaries = ["x-1", "y-*", "plain", "gemini"]\n')
+    w(user, "b-pi.toml", '[agent]\nkind = "pi"\nbinaries = ["x-*", "y-2", "z"]\n')
+    w(user, "c-cursor.toml", '[agent]\nkind = "cursor"\nbinaries = ["x-1", "z", "muse-bin-a*"]\n')
+    w(user, "d-gen.toml", '[agent]\nkind = "generic"\nbinaries = ["y-*", "q", "x-1"]\n')
+    w(user, "muse.toml", '[agent]\nkind = "generic"\nbinaries = ["muse-bin-*", "mu"]\n')
+    cat = load_catalog(user, bundled_dir=bundled)
+    names = [
+        "x-1", "x-2", "x-", "y-2", "y-3", "z", "plain", "gemini", "claude", "q", "muse",
+        "muse-bin-a1", "muse-bin-b", "mu", "nothing", "x", "y-",
+    ]
+    for _ in range(2):  # the second round answers from the memo
+        for n in names:
+            assert cat.detect(n) is _linear_detect(cat, n), n
+    assert cat.detect("x-1").id == "b-pi"  # a specific prefix beats a generic exact name
+    assert cat.detect("y-2").id == "b-pi"  # a specific exact name beats a generic prefix
+    assert cat.detect("z").id == "b-pi"  # two specific exact names: file order
+    assert cat.detect("muse-bin-a1").id == "c-cursor"  # user specific beats the overridden bundled
+    assert cat.detect("/usr/local/bin/q").id == "d-gen"
+
+
+def test_detect_memo_is_bounded(bundled: Path) -> None:
+    cat = load_catalog(None, bundled_dir=bundled)
+    for i in range(DETECT_MEMO_SIZE * 2 + 10):
+        assert cat.detect(f"prog{i}") is None
+        assert len(cat._detect_memo) <= DETECT_MEMO_SIZE
+    assert cat.detect("muse-bin-x").id == "muse" and cat.detect("gemini").id == "gemini"
+
+
+def test_detect_stays_fast_with_many_entries(bundled: Path, user: Path) -> None:
+    # 400 files x 64 binaries (every cap at its maximum) and 100 panes' names per refresh
+    for f in range(400):
+        names = ", ".join(f'"t{f}-{i}"' for i in range(63)) + f', "p{f}-*"'
+        w(user, f"u{f:03}.toml", f'[agent]\nkind = "generic"\nbinaries = [{names}]\n')
+    cat = load_catalog(user, bundled_dir=bundled)
+    assert cat.failures == []
+    t0 = time.monotonic()
+    for _ in range(10):
+        for i in range(100):
+            cat.detect(f"t{i}-5")
+            cat.detect(f"sleep{i}")
+    assert time.monotonic() - t0 < 0.5
+    assert cat.detect("t399-62").id == "u399" and cat.detect("p7-zzz").id == "u007"
+
+
+# --------------------------------------------------------------------------- reload in a real daemon
+
+
+def test_reload_storm_is_coalesced_and_the_loop_answers(tmp_root: Path) -> None:
+    """Concurrent ``agents.reload`` calls and a burst of SIGHUPs share loads run off the loop."""
+    adir = tmp_root / "agents"
+    adir.mkdir()
+    d = DaemonProc(tmp_root, {"SIGNALTTY_AGENTS_DIR": str(adir)})
+    d.start()
+    try:
+        sub = d.client(timeout=10)
+        sub.call("subscribe", {"events": ["agents.reloaded"]})
+        w(adir, "kestrel.toml", '[agent]\nkind = "pi"\nbinaries = ["kestrel"]\n')
+        results: list[dict] = []
+        threads = [threading.Thread(target=lambda: results.append(d.call("agents.reload"))) for _ in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert len(results) == 20
+        assert all(any(m["id"] == "kestrel" for m in r["manifests"]) for r in results)
+        assert d.proc is not None
+        for _ in range(300):
+            d.proc.send_signal(signal.SIGHUP)
+        assert d.call("server.status") is not None
+        time.sleep(2)
+        events = 0
+        with contextlib.suppress(Exception):
+            while True:
+                sub.next_event(timeout=1)
+                events += 1
+        # 20 calls + 300 signals: every call waits for at most the running load and one
+        # more, so a handful of loads, never one per request
+        assert 1 <= events <= 12, events
+        assert d.proc.poll() is None
+        sub.close()
+    finally:
+        d.stop()
+        assert not d.kill_leftovers()

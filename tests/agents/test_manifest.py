@@ -5,19 +5,38 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from signaltty.agents import launch
 from signaltty.agents.catalog import BUNDLED_DIR, load_catalog
 from signaltty.agents.manifest import (
+    MAX_ENV_NAME,
+    MAX_ENV_VARS,
+    MAX_LIFECYCLE_EVENTS,
+    MAX_LIST_ITEMS,
     MAX_MANIFEST_BYTES,
+    MAX_PATTERNS_PER_FILE,
+    MAX_SCREEN_RULES,
+    MAX_STRING,
+    RESERVED_ENV,
+    RESERVED_ENV_PREFIX,
     LifecycleOverlay,
     ManifestError,
     load_manifest,
     read_manifest_bytes,
 )
-from signaltty.core.screen_rules import ScreenView, evaluate
+from signaltty.core.screen_rules import (
+    MAX_PATTERN_CHARS,
+    MAX_PATTERN_NESTING,
+    MAX_PATTERN_WEIGHT,
+    PatternError,
+    ScreenView,
+    compile_pattern,
+    evaluate,
+)
 from signaltty.core.states import Attention, Lifecycle
 
 TERN = r'''
@@ -524,3 +543,240 @@ def test_bundled_entries_without_rules_match_table(entry_id: str) -> None:
     assert list(e.launch.bypass_args) == bypass and e.launch.bypass_env == env
     assert (e.homepage, e.order, e.install_url) == (home, order, None)
     assert e.launch.continue_args == () and e.resume is None and e.rules == () and e.lifecycle == {}
+
+
+# --------------------------------------------------------------------------- size and content limits
+
+
+def _list(n: int, item: str = '"x"') -> str:
+    return "[" + ", ".join([item] * n) + "]"
+
+
+def _names(n: int, stem: str = "t") -> str:
+    return "[" + ", ".join(f'"{stem}{i}"' for i in range(n)) + "]"
+
+
+def test_counted_repeat_bomb_is_refused_at_once(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    e = err(tmp_path, rule(id='"busy"', state='"working"', regex="['a{1000000000}']"))
+    assert time.monotonic() - t0 < 1.0
+    assert e == "[[screen]] 'busy' regex: bad pattern 'a{1000000000}': counted repeat {1000000000} too large (max 1000)"
+
+
+@pytest.mark.parametrize(
+    "pattern, needle",
+    [
+        ("a{1001}", "counted repeat {1001} too large (max 1000)"),
+        ("a{0,1000000}", "counted repeat {0,1000000} too large"),
+        ("a{5000,}", "counted repeat {5000,} too large"),
+        ("a{2000}?", "counted repeat {2000} too large"),  # lazy
+        ("(?:ab){3000}+", "counted repeat {3000} too large"),  # possessive
+        ("(?=x{1500})", "counted repeat {1500} too large"),  # inside a lookahead
+        ("(x|y{4000})", "counted repeat {4000} too large"),  # inside a branch
+        ("(?:(?:a{100}){100}){100}", f"more than {MAX_PATTERN_WEIGHT} items"),  # nested: 10^6
+        ("(" * 101 + "a" + ")" * 101, f"nested too deeply (max {MAX_PATTERN_NESTING} levels)"),
+        ("x" * (MAX_PATTERN_CHARS + 1), f"too long ({MAX_PATTERN_CHARS + 1} characters, max {MAX_PATTERN_CHARS})"),
+    ],
+)
+def test_pattern_cost_limits(pattern: str, needle: str) -> None:
+    with pytest.raises(PatternError) as ei:
+        compile_pattern(pattern)
+    assert needle in str(ei.value) and str(ei.value).startswith("bad pattern ")
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"a\{1000000000\}",  # escaped braces are literals, not a repeat
+        "[{]1000000[}]",
+        "a{1000}",
+        "a{0,1000}b{1000,}",
+        "(?:a{1000}){10}",  # 10 000 items: at the limit
+        "(?i)esc to (?:interrupt|cancel).{0,200}",
+        "x" * MAX_PATTERN_CHARS,
+        "(" * 50 + "a" + ")" * 50,
+    ],
+)
+def test_patterns_within_limits_compile(pattern: str) -> None:
+    assert compile_pattern(pattern).pattern == pattern
+
+
+def test_long_pattern_error_is_shortened(tmp_path: Path) -> None:
+    e = err(tmp_path, rule(id='"a"', state='"idle"', regex=f"['{'y' * 3000}']"))
+    assert len(e) < 300 and "too long (3000 characters" in e
+
+
+def test_screen_rule_count_cap(tmp_path: Path) -> None:
+    ok = AGENT + "".join(f'[[screen]]\nid = "r{i}"\nstate = "idle"\nregex = ["x"]\n' for i in range(MAX_SCREEN_RULES))
+    assert len(load_manifest(write(tmp_path, "ok.toml", ok), "user").screen_rules) == MAX_SCREEN_RULES
+    over = ok + '[[screen]]\nid = "last"\nstate = "idle"\nregex = ["x"]\n'
+    assert err(tmp_path, over) == f"[[screen]]: too many rules ({MAX_SCREEN_RULES + 1}, max {MAX_SCREEN_RULES})"
+
+
+@pytest.mark.parametrize("key", ["regex", "all", "not"])
+def test_patterns_per_list_cap(tmp_path: Path, key: str) -> None:
+    fields = {"id": '"busy"', "state": '"working"', "regex": "['x']"}
+    fields[key] = _list(MAX_LIST_ITEMS)
+    assert load_manifest(write(tmp_path, "ok.toml", rule(**fields)), "user").screen_rules
+    fields[key] = _list(MAX_LIST_ITEMS + 1)
+    e = err(tmp_path, rule(**fields))
+    assert e == f"[[screen]] 'busy': {key}: too many entries ({MAX_LIST_ITEMS + 1}, max {MAX_LIST_ITEMS})"
+
+
+def test_huge_pattern_list_fails_fast(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    e = err(tmp_path, rule(id='"a"', state='"idle"', regex=_names(40000, "q")))
+    # the per-file total is counted before any table is validated or compiled
+    assert time.monotonic() - t0 < 2.0 and "too many patterns (40000, max 1000 per file)" in e
+
+
+def test_title_status_list_cap(tmp_path: Path) -> None:
+    e = err(tmp_path, AGENT + f"[title_status]\nattention = {_list(MAX_LIST_ITEMS + 1)}\n")
+    assert e == f"[title_status] attention: too many entries ({MAX_LIST_ITEMS + 1}, max {MAX_LIST_ITEMS})"
+
+
+def test_patterns_per_file_cap(tmp_path: Path) -> None:
+    per_rule = 3 * 60  # regex + all + not, each under the list cap
+    n_rules = MAX_PATTERNS_PER_FILE // per_rule + 1
+    text = AGENT + "".join(
+        f'[[screen]]\nid = "r{i}"\nstate = "idle"\nregex = {_list(60)}\nall = {_list(60)}\nnot = {_list(60)}\n'
+        for i in range(n_rules)
+    )
+    e = err(tmp_path, text)
+    assert e == (
+        f"[title_status]/[[screen]]: too many patterns ({n_rules * per_rule}, "
+        f"max {MAX_PATTERNS_PER_FILE} per file)"
+    )
+
+
+@pytest.mark.parametrize(
+    "body, table",
+    [
+        ("binaries = {}", "[agent] binaries"),
+        ("[launch]\ndetect = {}", "[launch] detect"),
+        ("[launch]\nrequires = {}", "[launch] requires"),
+        ("[launch]\nargs = {}", "[launch] args"),
+        ("[launch]\nbypass_args = {}", "[launch] bypass_args"),
+        ("[launch]\ncontinue_args = {}", "[launch] continue_args"),
+        ("[session]\nresume = {}", "[session] resume"),
+        ("[session]\ncreate = {}", "[session] create"),
+    ],
+)
+def test_array_caps(tmp_path: Path, body: str, table: str) -> None:
+    ok = AGENT + body.format(_names(MAX_LIST_ITEMS).replace('"t0"', '"{id}"')) + "\n"
+    load_manifest(write(tmp_path, "ok.toml", ok), "user")
+    e = err(tmp_path, AGENT + body.format(_names(MAX_LIST_ITEMS + 1).replace('"t0"', '"{id}"')) + "\n")
+    assert e == f"{table}: too many entries ({MAX_LIST_ITEMS + 1}, max {MAX_LIST_ITEMS})"
+
+
+def test_huge_binaries_list_fails_fast(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    e = err(tmp_path, AGENT + f"binaries = {_names(80000, 'tool')}\n")
+    assert time.monotonic() - t0 < 2.0 and e == "[agent] binaries: too many entries (80000, max 64)"
+
+
+@pytest.mark.parametrize(
+    "body, table",
+    [
+        ('[launch]\nargs = ["{}"]', "[launch] args.0"),
+        ('[launch]\nbypass_env = {{ A = "{}" }}', "[launch] bypass_env.A"),
+        ('[session]\nkey = "{}"', "[session] key"),
+        ('[lifecycle.E]\nmessage = "{}"', "[lifecycle.E] message"),
+        ('homepage = "https://a.example/{}"', "[agent] homepage"),
+    ],
+)
+def test_string_length_cap(tmp_path: Path, body: str, table: str) -> None:
+    e = err(tmp_path, AGENT + body.format("s" * (MAX_STRING + 1)) + "\n")
+    assert e.startswith(f"{table}:") and "at most" in e
+
+
+def test_string_at_the_cap_is_fine(tmp_path: Path) -> None:
+    m = load_manifest(write(tmp_path, "ok.toml", AGENT + f'[launch]\nargs = ["{"s" * MAX_STRING}"]\n'), "user")
+    assert m.raw["launch"]["args"] == ["s" * MAX_STRING]
+
+
+def test_bypass_env_caps(tmp_path: Path) -> None:
+    many = ", ".join(f"V{i} = 'x'" for i in range(MAX_ENV_VARS + 1))
+    assert err(tmp_path, AGENT + f"[launch]\nbypass_env = {{ {many} }}\n") == (
+        f"[launch] bypass_env: too many entries ({MAX_ENV_VARS + 1}, max {MAX_ENV_VARS})"
+    )
+    e = err(tmp_path, AGENT + f"[launch]\nbypass_env = {{ {'N' * 5000} = 'x' }}\n")
+    assert len(e) < 200 and f"variable name too long (5000 characters, max {MAX_ENV_NAME})" in e
+
+
+def test_lifecycle_event_cap(tmp_path: Path) -> None:
+    tables = "".join(f'[lifecycle.E{i}]\nlifecycle = "working"\n' for i in range(MAX_LIFECYCLE_EVENTS + 1))
+    assert err(tmp_path, AGENT + tables) == (
+        f"[lifecycle]: too many event tables ({MAX_LIFECYCLE_EVENTS + 1}, max {MAX_LIFECYCLE_EVENTS})"
+    )
+
+
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ('binaries = ["."]', "[agent] binaries: '.' is not a program name"),
+        ('binaries = [".."]', "[agent] binaries: '..' is not a program name"),
+        ('binaries = ["a\\u001bb"]', "[agent] binaries: 'a\\x1bb' contains a control character"),
+        ('binaries = ["a\\tb*"]', "contains a control character"),
+        ('binaries = ["a\\u0085b"]', "contains a control character"),  # C1 NEL
+        ('[launch]\ndetect = [".."]', "[launch] detect: '..' is not a program name"),
+        ('[launch]\ndetect = ["a\\nb"]', "[launch] detect: 'a\\nb' contains a control character"),
+        ('[launch]\nrequires = ["."]', "[launch] requires: '.' is not a program name"),
+        ('[launch]\nrequires = ["x\\u007f"]', "[launch] requires: 'x\\x7f' contains a control character"),
+        ('[launch]\ncommand = ".."', "[launch] command: '..' is not a program name"),
+    ],
+)
+def test_bad_program_names(tmp_path: Path, body: str, needle: str) -> None:
+    assert needle in err(tmp_path, AGENT + body + "\n")
+
+
+def test_dotted_names_that_are_not_dot_dirs_are_fine(tmp_path: Path) -> None:
+    m = load_manifest(write(tmp_path, "d.toml", AGENT + 'binaries = ["...", ".tern", "tern.js", "..x*"]\n'), "user")
+    assert m.raw["agent"]["binaries"] == ["...", ".tern", "tern.js", "..x*"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Tern\\u001b[31m", "a\\u0007b", "line\\nbreak", "x\\u009bz", "a\\u2028b"]
+    + [f"evil\\u{cp:04x}name" for cp in (0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069)],
+)
+def test_display_name_controls_and_bidi_rejected(tmp_path: Path, name: str) -> None:
+    e = err(tmp_path, AGENT + f'display_name = "{name}"\n')
+    assert e.startswith("[agent] display_name:") and "contains a control character, escape or bidi override" in e
+
+
+def test_display_name_unicode_is_fine(tmp_path: Path) -> None:
+    m = load_manifest(write(tmp_path, "d.toml", AGENT + 'display_name = "Tërn ✦ 鳥 (עברית)"\n'), "user")
+    assert m.raw["agent"]["display_name"] == "Tërn ✦ 鳥 (עברית)"
+
+
+@pytest.mark.parametrize(
+    "env, needle",
+    [
+        ('{ PATH = "/tmp" }', "'PATH' is reserved"),
+        ('{ SIGNALTTY_PANE_ID = "x" }', "'SIGNALTTY_PANE_ID' is reserved"),
+        ('{ SIGNALTTY_ = "x" }', "'SIGNALTTY_' is reserved"),
+        ('{ "A-B" = "x" }', "bad environment variable name 'A-B'"),
+        ('{ "1ABC" = "x" }', "bad environment variable name '1ABC'"),
+        ('{ "A B" = "x" }', "bad environment variable name 'A B'"),
+        ('{ "" = "x" }', "bad environment variable name ''"),
+        ('{ "A=B" = "x" }', "bad environment variable name 'A=B'"),
+        ('{ "É" = "x" }', "bad environment variable name 'É'"),
+        ('{ A = "x\\u0000y" }', "value of 'A' contains a NUL byte"),
+    ],
+)
+def test_bad_bypass_env(tmp_path: Path, env: str, needle: str) -> None:
+    e = err(tmp_path, AGENT + f"[launch]\nbypass_env = {env}\n")
+    assert e.startswith("[launch] bypass_env") and needle in e
+
+
+def test_good_bypass_env_names(tmp_path: Path) -> None:
+    env = '{ _X = "1", path = "lower case is another variable", Signaltty_x = "2", A1_B2 = "" }'
+    m = load_manifest(write(tmp_path, "e.toml", AGENT + f"[launch]\nbypass_env = {env}\n"), "user")
+    assert set(m.raw["launch"]["bypass_env"]) == {"_X", "path", "Signaltty_x", "A1_B2"}
+
+
+def test_reserved_env_matches_launch_refusal() -> None:
+    """The load-time check and launch.py's launch-time refusal reserve the same names."""
+    assert launch._RESERVED_ENV == RESERVED_ENV
+    assert launch._RESERVED_ENV_PREFIX == RESERVED_ENV_PREFIX

@@ -72,3 +72,12 @@ def test_is_runtime(name, expected):
 
 def test_accepts_tuples():
     assert program_name(("node", "/x/gemini.js")) == "gemini"
+
+
+def test_hostile_argv0_is_made_safe_to_show():
+    from signaltty.agents.process_name import MAX_PROGRAM_NAME, program_name
+
+    assert program_name(["a\nb\x1b]0;x\x07\u202eevil"]) == "a bevil"
+    assert len(program_name(["x" * 100_000])) == MAX_PROGRAM_NAME
+    assert program_name(["/usr/bin/nod\udcff"]) == "nod?"
+    assert program_name(["node", "/opt/bin/gemini\u200b"]) == "gemini"

@@ -254,3 +254,23 @@ def test_direct_hook_event_mapping_and_unknown(agents_daemon: DaemonProc) -> Non
         d.call("hook-event", {"agent": "nonesuch", "event": "X", "pane_id": pane["id"]})
     assert ei.value.code == "BAD_PARAMS" and "unknown agent" in ei.value.message
     d.call("pane.close", {"pane_id": pane["id"], "signal": "KILL"})
+
+
+def test_resume_uses_the_manifest_template(agents_daemon: DaemonProc) -> None:
+    """agents.md §3.4: the merged manifest's ``[session] resume`` is the template."""
+    d = agents_daemon
+    tern = d.root / "bin" / "tern"
+    tern.parent.mkdir()
+    tern.write_text("#!/bin/sh\necho \"tern args: $*\"\nexec sleep 60\n")
+    tern.chmod(0o755)
+    ws = d.call("workspace.create", {"name": "w", "cwd": str(d.root)})["workspace"]
+    pane = d.call("pane.spawn", {"workspace_id": ws["id"], "argv": [str(tern)]})["pane"]
+    assert pane["agent"]["catalog_id"] == "tern" and pane["agent"]["kind"] == "generic"
+    d.call("hook-event", {"agent": "tern", "event": "TurnStarted", "pane_id": pane["id"],
+                          "payload": {"conversation": {"id": "T-9"}}})
+    d.call("pane.signal", {"pane_id": pane["id"], "signal": "KILL"})
+    wait_until(lambda: d.call("pane.get", {"pane_id": pane["id"]})["pane"]["live"]["state"] == "exited")
+    r = d.call("pane.resume", {"pane_id": pane["id"]})
+    assert r["pane"]["agent"]["resume_argv"] == [str(tern), "chat", "--resume", "T-9"]
+    text = wait_until(lambda: "tern args" in (t := d.call("pane.read", {"pane_id": pane["id"]})["text"]) and t)
+    assert "tern args: chat --resume T-9" in text

@@ -81,3 +81,37 @@ def test_with_a_viewer_only_the_program_status_query_is_answered(daemon: DaemonP
         assert _reply(daemon, pid) == b"\x1b]7501;?\x1b\\"
     finally:
         viewer.close()
+
+
+FLOOD_PROBE = textwrap.dedent(
+    r"""
+    import os, select, sys, time, tty
+    tty.setraw(0)
+    os.write(1, b"probe ready\r\n")
+    os.read(0, 1)
+    flood = b"".join(b"line %d\n" % i for i in range(20000))
+    os.write(1, flood + b"\x1b]10;?\x07\x1b[3;7H\x1b[6n" + b"abc\x1b[6n" + flood[:30000]
+             + b"\x1b[5;2H\x1b[6n\x1b]7501;?\x1b\\" + b"\x1b[2J\x1b[1;1H")
+    got = b""
+    deadline = time.time() + 4
+    while time.time() < deadline:
+        r, _, _ = select.select([0], [], [], 0.1)
+        if r:
+            got += os.read(0, 256)
+    os.write(1, b"\x1b[10;1HREPLY=" + got.hex().encode() + b"\r\n")
+    time.sleep(30)
+    """
+)
+
+
+def test_cursor_reports_after_a_backlog_are_exact_and_in_order(daemon: DaemonProc) -> None:
+    # hundreds of KB precede the queries: the daemon answers from a task that parses the
+    # backlog in slices (the loop is not blocked), and the positions are still exact
+    (daemon.root / "probe.py").write_text(FLOOD_PROBE, encoding="utf-8")
+    ws = daemon.call("workspace.create", {"name": "w"})["workspace"]["id"]
+    pid = daemon.call("pane.spawn", {"workspace_id": ws, "argv": [PY, str(daemon.root / "probe.py")], "cols": 300})["pane"]["id"]
+    wait_until(lambda: "probe ready" in daemon.call("pane.read", {"pane_id": pid})["text"])
+    _trigger(daemon, pid)
+    assert _reply(daemon, pid) == (
+        b"\x1b]10;rgb:ffff/ffff/ffff\x07\x1b[3;7R\x1b[3;10R\x1b[5;2R\x1b]7501;?\x1b\\"
+    )

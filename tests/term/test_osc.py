@@ -112,7 +112,7 @@ CASES: list[tuple[str, bytes, list[Item]]] = [
     ("osc777-other-verb", osc(b"777;preexec;a;b"), []),
     ("osc777-body-semicolon", osc(b"777;notify;T;a;b"), [Notify(19, "osc777", "T", "a;b")]),
     # Program status, prompt, cwd.
-    ("7501-report", osc(b"7501;state=working", ST), [ProgramStatus(22, "state=working")]),
+    ("7501-report", osc(b"7501;state=working", ST), [ProgramStatus(22, "state=working", 22)]),
     ("7501-empty", osc(b"7501;"), []),
     ("7501-query", osc(b"7501;?", ST), [Query(10, "7501", b"\x1b]7501;?\x1b\\")]),
     ("7501-query-bel", osc(b"7501;?"), [Query(9, "7501", b"\x1b]7501;?\x07")]),

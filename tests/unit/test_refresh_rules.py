@@ -137,3 +137,13 @@ def test_exited_pane_is_left_alone():
     pane = make_pane("generic", live=False)
     assert refresh(pane, "claude", CLAUDE, cwd="/w") == []
     assert (pane.agent.kind, pane.cwd, pane.process_name) == ("generic", "/start", None)
+
+
+def test_cwd_that_is_not_utf8_is_not_followed():
+    from signaltty.core.model import Pane
+    from signaltty.core.refresh import on_process_refresh
+
+    pane = Pane(id="pane_1", workspace_id="ws", argv=["bash"], cwd="/tmp", launch_cwd="/tmp",
+                created_at=0.0, last_activity_at=0.0)
+    effects = on_process_refresh(pane, process_name="bash", cwd="/tmp/x\udcff", cwd_is_dir=True, detection=None)
+    assert pane.cwd == "/tmp" and effects == []
