@@ -22,6 +22,7 @@ MAX_PATH_BYTES = 256 * 1024
 # stays well below, or no program could be started with it.
 MAX_MERGED_PATH_BYTES = 64 * 1024
 _READ_BYTES = 64 * 1024
+_REAP_S = 2.0
 _SCRIPT = f"printf '%s' {BEGIN}; printf '%s' \"$PATH\"; printf '%s' {END}"
 
 
@@ -85,6 +86,15 @@ async def read_delimited(stream: asyncio.StreamReader) -> bytes:
             return b""
 
 
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    """Wait for a killed probe, but never for long (a process stuck in the kernel must not
+    hold the hydration task forever)."""
+    try:
+        await asyncio.wait_for(proc.wait(), _REAP_S)
+    except TimeoutError:
+        pass
+
+
 def merge(current: str, found: str) -> tuple[str, list[str]]:
     """Keep ``current`` in order; append new absolute, non-empty segments of ``found`` while
     the result stays within ``MAX_MERGED_PATH_BYTES`` (later segments are dropped)."""
@@ -132,7 +142,7 @@ async def hydrate(env: dict[str, str], *, timeout_s: float = TIMEOUT_S) -> Hydra
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
-        await proc.wait()
+        await _reap(proc)
         return Hydration("failed", current, reason=f"{shell} did not answer within {timeout_s:g} s")
     finally:
         if proc.returncode is None:
@@ -140,7 +150,7 @@ async def hydrate(env: dict[str, str], *, timeout_s: float = TIMEOUT_S) -> Hydra
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
                 pass
-            await proc.wait()  # reap it and close the transport while the loop still runs
+            await _reap(proc)  # reap it and close the transport while the loop still runs
     found = parse(out)
     if found is None:
         code = proc.returncode
