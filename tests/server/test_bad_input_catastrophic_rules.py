@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import socket
 import sys
-import threading
 import time
 from pathlib import Path
 

@@ -472,7 +472,7 @@ def test_cli_agents_catalog(agents_daemon):
     out = r.stdout
     assert out.startswith("PATH hydration: disabled")
     installed, _, missing = out.partition("not installed:")
-    assert f"claude" in installed and str(d.bindir / "claude") in installed
+    assert "claude" in installed and str(d.bindir / "claude") in installed
     assert "gemini" in missing and "https://github.com/google-gemini/gemini-cli" in missing
     assert "needs needy-helper-missing" in missing
     r = d.cli("--json", "agents", "catalog", "--refresh")
