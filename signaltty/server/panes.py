@@ -29,10 +29,11 @@ import structlog
 from signaltty.core import rules
 from signaltty.core.ids import new_id
 from signaltty.core.limits import PTY_READ_BYTES, RAW_RING_BYTES, SCREEN_SLICE_BYTES
-from signaltty.core.model import Pane
+from signaltty.core.model import Pane, iso
 from signaltty.core.rules import NotificationInput
 from signaltty.core.sanitize import strip_ansi
 from signaltty.proto.envelope import SignalttyError
+from signaltty.server.coalesce import Coalescer
 from signaltty.server.status_layer import ProgramStatusLayer
 from signaltty.term import osc
 from signaltty.term import pty as ptymod
@@ -48,8 +49,6 @@ _PENDING_HIGH = 64 * 1024
 _PENDING_LOW = 16 * 1024
 # Pending screen bytes that start a drain at once instead of waiting for a reader or the sweep.
 _DRAIN_NOW = 16 * 1024
-# pane.progress coalescing window (protocol.md §7).
-_PROGRESS_WINDOW_S = 0.25
 # After the child exits, read what it left in the PTY, at most this much at once.
 _EXIT_DRAIN_BYTES = 256 * 1024
 _MAX_REPLIES_PER_CHUNK = 16
@@ -129,8 +128,7 @@ class PaneRuntime:
         self._writable: asyncio.Future[None] | None = None
         self._output_listeners: set[Callable[[bytes], None]] = set()
         self._progress_pending: dict[str, Any] | None = None
-        self._progress_handle: asyncio.TimerHandle | None = None
-        self._last_progress_emit = 0.0
+        self._progress_events = Coalescer(self._flush_progress)
         self._exit_waiters: list[asyncio.Future[None]] = []
         self.on_exit_hooks: list[Callable[[PaneRuntime], None]] = []
         self.status = ProgramStatusLayer(store, pane)
@@ -402,24 +400,13 @@ class PaneRuntime:
 
     def _queue_progress(self, progress: dict[str, Any]) -> None:
         """Coalesce ``pane.progress``: at most one per 250 ms, latest wins (protocol.md §7)."""
-        from signaltty.core.model import iso
-
-        progress = dict(progress, at=iso(progress["at"]))
-        self._progress_pending = progress
-        if self._progress_handle is not None:
-            return
-        wait = self._last_progress_emit + _PROGRESS_WINDOW_S - self._loop.time()
-        if wait <= 0:
-            self._flush_progress()
-        else:
-            self._progress_handle = self._loop.call_later(wait, self._flush_progress)
+        self._progress_pending = dict(progress, at=iso(progress["at"]))
+        self._progress_events.poke()
 
     def _flush_progress(self) -> None:
-        self._progress_handle = None
         progress, self._progress_pending = self._progress_pending, None
         if progress is None or not self.pane.live:
             return
-        self._last_progress_emit = self._loop.time()
         self.store.apply(rules.on_progress(self.pane, progress))
 
     # ---------------------------------------------------------------- screen feeding
@@ -614,9 +601,7 @@ class PaneRuntime:
         store = self.store
         effects = rules.on_exit(self.pane, code, now=store.now(), shutting_down=store.shutting_down)
         store.apply(effects)
-        if self._progress_handle is not None:
-            self._progress_handle.cancel()
-            self._progress_handle = None
+        self._progress_events.cancel()
         self.status.reset()
         if self.eof:
             self._close_master()
@@ -689,9 +674,7 @@ class PaneRuntime:
         self.closed = True
         self.viewers.clear()
         self._output_listeners.clear()
-        if self._progress_handle is not None:
-            self._progress_handle.cancel()
-            self._progress_handle = None
+        self._progress_events.cancel()
         self._close_master()
 
 

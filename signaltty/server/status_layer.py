@@ -11,17 +11,16 @@ Spec: agents.md §7.4, states.md §2, §3.3, protocol.md §7.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from signaltty.core import layer_rules
 from signaltty.core.model import Pane, iso
+from signaltty.server.coalesce import Coalescer
 from signaltty.term.program_status import Records, parse_report
 
 if TYPE_CHECKING:
     from signaltty.server.store import Store
 
-_EVENT_WINDOW_S = 0.25
 # Programs named like this are the pane's shell, not the program that reported (§3.3).
 _SHELLS = frozenset({"sh", "bash", "zsh", "fish", "dash"})
 _LIVE_ROOT_STATES = frozenset({"idle", "working", "blocked"})
@@ -39,9 +38,7 @@ class ProgramStatusLayer:
         self.program: str | None = None
         self.reports = 0
         self.discarded = 0
-        self._loop = asyncio.get_running_loop()
-        self._handle: asyncio.TimerHandle | None = None
-        self._last_emit = 0.0
+        self._events = Coalescer(self._emit)
 
     # ---------------------------------------------------------------- inputs
 
@@ -102,9 +99,7 @@ class ProgramStatusLayer:
         self.records.clear()
         self.program = None
         self.instance = self.pane.process_instance
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+        self._events.cancel()
 
     # ---------------------------------------------------------------- internals
 
@@ -123,19 +118,11 @@ class ProgramStatusLayer:
     def _publish(self) -> None:
         """Update ``pane.program_status`` now (authority is read from it) and emit later."""
         self.pane.program_status = self.records.to_wire(iso)
-        if self._handle is not None:
-            return
-        wait = self._last_emit + _EVENT_WINDOW_S - self._loop.time()
-        if wait <= 0:
-            self._emit()
-        else:
-            self._handle = self._loop.call_later(wait, self._emit)
+        self._events.poke()
 
     def _emit(self) -> None:
-        self._handle = None
         if not self.pane.live:
             return
-        self._last_emit = self._loop.time()
         self.store.emit(
             "pane.program_status",
             {"pane_id": self.pane.id, "program_status": self.pane.program_status},

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +20,7 @@ from tests.conftest import DaemonProc, wait_until
 PY = sys.executable
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real-agents"
 
-DRIVER = textwrap.dedent(
-    """
-    import json, os, sys, termios
-    attrs = termios.tcgetattr(0)
-    attrs[3] &= ~termios.ECHO
-    termios.tcsetattr(0, termios.TCSANOW, attrs)
-    os.write(1, b"driver ready\\r\\n")
-    for line in sys.stdin:
-        with open(json.loads(line), "rb") as fh:
-            os.write(1, b"\\x1b[2J\\x1b[H" + fh.read().replace(b"\\n", b"\\r\\n").rstrip(b"\\r\\n"))
-    """
-)
+DRIVER = Path(__file__).resolve().parents[1] / "fixtures" / "screen_driver.py"
 
 # (agent, capture sequence, lifecycle after each capture)
 SCENARIOS = [
@@ -47,18 +35,17 @@ SCENARIOS = [
 def test_real_captures_drive_an_unhooked_pane(daemon: DaemonProc, agent: str, steps: list[tuple[str, str]]) -> None:
     if not REAL.is_dir():
         pytest.fail(f"real captures missing: {REAL}")
-    (daemon.root / "driver.py").write_text(DRIVER, encoding="utf-8")
     ws = daemon.call("workspace.create", {"name": "w"})["workspace"]["id"]
     pid = daemon.call(
         "pane.spawn",
-        {"workspace_id": ws, "argv": [PY, str(daemon.root / "driver.py")], "agent_hint": agent, "cols": 120, "rows": 40},
+        {"workspace_id": ws, "argv": [PY, str(DRIVER)], "agent_hint": agent, "cols": 120, "rows": 40},
     )["pane"]["id"]
     wait_until(lambda: "driver ready" in daemon.call("pane.read", {"pane_id": pid})["text"])
     for capture, lifecycle in steps:
         path = REAL / agent / f"{capture}_ansi.txt"
         if not path.exists():
             path = REAL / agent / f"{capture}.txt"
-        data = (json.dumps(str(path)) + "\r").encode()
+        data = (json.dumps({"file": str(path)}) + "\r").encode()
         daemon.call("pane.input", {"pane_id": pid, "data_b64": base64.b64encode(data).decode()})
 
         def reached() -> dict[str, Any] | None:

@@ -64,17 +64,7 @@ regex = ['']
 priority = -1000
 """
 
-DRIVER = textwrap.dedent(
-    """
-    import json, os, sys, termios
-    attrs = termios.tcgetattr(0)
-    attrs[3] &= ~termios.ECHO
-    termios.tcsetattr(0, termios.TCSANOW, attrs)
-    os.write(1, b"driver ready\\r\\n")
-    for line in sys.stdin:
-        os.write(1, json.loads(line).encode())
-    """
-)
+DRIVER = Path(__file__).resolve().parents[1] / "fixtures" / "screen_driver.py"
 
 CLEAR = "\x1b[2J\x1b[H"
 WORKING = CLEAR + "\u2819 Working (3s)\r\n"
@@ -91,7 +81,6 @@ def d(tmp_root: Path) -> Iterator[DaemonProc]:
     (tmp_root / "config" / "signaltty" / "config.toml").write_text(
         "[server]\nstuck_recovery_s = 2\nscreen_sweep_ms = 200\nproc_refresh_s = 2\n", encoding="utf-8"
     )
-    (tmp_root / "driver.py").write_text(DRIVER, encoding="utf-8")
     dp = DaemonProc(tmp_root)
     dp.start()
     try:
@@ -105,7 +94,7 @@ def spawn_driver(d: DaemonProc, hint: str = "claude") -> str:
     ws = d.call("workspace.create", {"name": "w"})["workspace"]["id"]
     pane = d.call(
         "pane.spawn",
-        {"workspace_id": ws, "argv": [PY, str(d.root / "driver.py")], "agent_hint": hint},
+        {"workspace_id": ws, "argv": [PY, str(DRIVER)], "agent_hint": hint},
     )["pane"]
     wait_until(lambda: "driver ready" in d.call("pane.read", {"pane_id": pane["id"]})["text"])
     return pane["id"]
@@ -402,7 +391,7 @@ def test_a_catastrophic_user_rule_is_disabled_and_the_daemon_stays_responsive(d:
     ws = d.call("workspace.create", {"name": "w"})["workspace"]["id"]
     pids = []
     for _ in range(3):
-        pane = d.call("pane.spawn", {"workspace_id": ws, "argv": [PY, str(d.root / "driver.py")], "agent_hint": "pi"})["pane"]
+        pane = d.call("pane.spawn", {"workspace_id": ws, "argv": [PY, str(DRIVER)], "agent_hint": "pi"})["pane"]
         pids.append(pane["id"])
     for pid in pids:
         wait_until(lambda: "driver ready" in d.call("pane.read", {"pane_id": pid})["text"])

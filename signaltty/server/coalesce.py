@@ -1,0 +1,45 @@
+"""Rate limiting of per-pane runtime events (protocol.md §7: "at most one per 250 ms, latest wins").
+
+``pane.progress`` and ``pane.program_status`` can change many times a second; a ``Coalescer``
+calls its ``flush`` at once when the window has passed, else once at the end of the window
+with whatever is latest then. Needs a running event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+WINDOW_S = 0.25
+
+
+class Coalescer:
+    """Calls ``flush()`` at most once per ``window_s`` seconds after ``poke()`` calls."""
+
+    def __init__(self, flush: Callable[[], None], window_s: float = WINDOW_S) -> None:
+        self._flush = flush
+        self._window = window_s
+        self._loop = asyncio.get_running_loop()
+        self._handle: asyncio.TimerHandle | None = None
+        self._last = float("-inf")
+
+    def poke(self) -> None:
+        """Something changed: flush now if the window has passed, else at its end."""
+        if self._handle is not None:
+            return
+        wait = self._last + self._window - self._loop.time()
+        if wait <= 0:
+            self._run()
+        else:
+            self._handle = self._loop.call_later(wait, self._run)
+
+    def cancel(self) -> None:
+        """Drop a pending flush (exit, reset)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _run(self) -> None:
+        self._handle = None
+        self._last = self._loop.time()
+        self._flush()
