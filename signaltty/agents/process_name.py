@@ -22,7 +22,10 @@ _RUN_SUBCOMMAND: Final = frozenset({"bun", "deno"})
 _VALUE_OPTIONS: Final = frozenset({"-r", "--require", "--import", "--loader", "-W", "-X"})
 # Options that run inline code: the program is the runtime itself.
 _EVAL_OPTIONS: Final = frozenset({"-c", "-e", "-p", "--eval", "--print"})
-_SCRIPT_SUFFIXES: Final = (".js", ".mjs", ".cjs", ".ts", ".py")
+_SCRIPT_SUFFIXES: Final = (".js", ".mjs", ".cjs", ".ts", ".py", ".sh", ".bash")
+# Shells: a shell running a script file is named after the script (not in agents.md §3.2,
+# which leaves shells to the refresh walk; docs/decisions.md).
+SHELLS: Final = frozenset({"sh", "bash", "zsh", "fish", "dash"})
 MAX_PROGRAM_NAME: Final = 128
 
 
@@ -90,7 +93,24 @@ def program_name(argv: Sequence[str]) -> str:
     name = name.removeprefix("-")
     if is_runtime(name):
         name = _script_name(name, list(argv[1:]))
+    elif name in SHELLS:
+        name = _shell_script(name, argv[1:])
+    else:
+        # a script started directly is named like the same script started by its runtime
+        name = _strip_suffix(name)
     return _shown(name)
+
+
+def _shell_script(shell: str, args: Sequence[str]) -> str:
+    """``bash ./tern`` (a shebang script, as /proc shows it) is ``tern``; an interactive
+    shell, ``bash -c …`` and ``bash -s`` stay the shell (the refresh walks past those)."""
+    for arg in args:
+        if arg in ("-c", "-s", "-i", "--", "-"):
+            return shell
+        if arg.startswith("-") or arg.startswith("+"):
+            continue
+        return _strip_suffix(os.path.basename(arg)) or shell
+    return shell
 
 
 def _shown(name: str) -> str:

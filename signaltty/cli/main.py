@@ -341,10 +341,15 @@ def _detach(args: argparse.Namespace) -> int:
         ("--log-level", args.log_level),
     ):
         if value:
-            cmd += [flag, value]
+            cmd += [flag, os.path.abspath(value) if flag != "--log-level" else value]
     out_path = state / "daemon.out"
+    # From "/": ``python -m`` puts the current directory first on sys.path, and a source
+    # checkout there would shadow the installed package.
+    cwd = "/"
     with open(out_path, "ab") as out, open(os.devnull, "rb") as devnull:
-        subprocess.Popen(cmd, stdin=devnull, stdout=out, stderr=out, start_new_session=True, close_fds=True)
+        subprocess.Popen(
+            cmd, stdin=devnull, stdout=out, stderr=out, start_new_session=True, close_fds=True, cwd=cwd
+        )
     for _ in range(50):
         time.sleep(0.1)
         status = _try_status(sock)
@@ -449,7 +454,7 @@ def _new(args: argparse.Namespace, cl: Client) -> int:
             "pane.spawn",
             {
                 "workspace_id": ws["id"],
-                "argv": argv if args.agent is None else None,
+                "argv": argv,
                 "agent": args.agent,
                 **_launch_params(args),
             },
@@ -489,7 +494,7 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
             "pane.spawn",
             {
                 "workspace_id": args.workspace,
-                "argv": argv if args.agent is None else None,
+                "argv": argv,
                 "agent": args.agent,
                 **_launch_params(args),
                 "cwd": args.cwd,

@@ -134,6 +134,16 @@ def end_program_status(pane: Pane, *, now: float) -> list[Effect]:
     return effects
 
 
+def end_screen_rules(pane: Pane, *, now: float) -> list[Effect]:
+    """The pane's screen rules stopped applying (the agent left; only its shell is in front):
+    a ``working``/``blocked`` lifecycle the screen set becomes ``idle`` and a requirement the
+    screen raised is withdrawn — the same as the end of program-status authority (§3.3)."""
+    effects = withdraw(pane, SCREEN)
+    if pane.lifecycle_source == SCREEN and pane.lifecycle in (Lifecycle.WORKING, Lifecycle.BLOCKED):
+        effects += set_lifecycle(pane, Lifecycle.IDLE, SCREEN, now=now)
+    return effects
+
+
 def on_screen_state(pane: Pane, state: str | None, *, now: float) -> list[Effect]:
     """Apply the winning screen rule's state (states.md §3.7, table §9.5).
 

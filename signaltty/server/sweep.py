@@ -29,6 +29,7 @@ import structlog
 from signaltty.core import layer_rules
 from signaltty.core.model import Pane, iso
 from signaltty.core.screen_rules import ScreenRule, ScreenView, evaluate, priority_order, winner
+from signaltty.agents.process_name import SHELLS
 from signaltty.core.states import Authority
 
 if TYPE_CHECKING:
@@ -171,17 +172,28 @@ class ScreenSweep:
     # ---------------------------------------------------------------- one pane
 
     def rules_for(self, pane: Pane) -> tuple[str, tuple[ScreenRule, ...]]:
-        """Applicable rules and their source (agents.md §5.4); ``("none", ())`` without any."""
+        """Applicable rules and their source (agents.md §5.4); ``("none", ())`` without any.
+
+        An agent kind's rules do not apply while only a shell is in front of the pane: the
+        agent that promoted the pane has left, and the shell's screen would be read as the
+        agent's (docs/decisions.md).
+        """
         catalog = getattr(self.d, "catalog", None)
         if catalog is None:
             return _NO_RULES
-        return catalog.rules_for(pane.agent.kind, pane.process_name)
+        kind = pane.agent.kind
+        if kind not in ("generic", "none") and pane.process_name in SHELLS:
+            return _NO_RULES
+        return catalog.rules_for(kind, pane.process_name)
 
     def _refresh_rules(self, st: PaneSweep, pane: Pane) -> None:
         key = (id(getattr(self.d, "catalog", None)), pane.agent.kind, pane.process_name)
         if key != st.rules_key:
             st.rules_key = key
+            had_rules = bool(st.rules)
             st.source, st.rules = self.rules_for(pane)
+            if had_rules and not st.rules and pane.authority == Authority.SCREEN:
+                self.d.store.apply(layer_rules.end_screen_rules(pane, now=self.d.store.now()))
             st.order = priority_order(st.rules)
             if key[0] != self._catalog_id:
                 # a reloaded catalog has new rule objects: forget the old ones' record

@@ -16,7 +16,10 @@ from signaltty.agents.process_name import is_runtime, program_name
         (["-bash"], "bash"),  # login shell
         (["-zsh", "-l"], "zsh"),
         (["/bin/-weird"], "weird"),
-        (["foo.py"], "foo.py"),  # suffixes are stripped only for runtimes
+        (["foo.py"], "foo"),  # a script started directly: named like via its runtime
+        (["/bin/bash", "/opt/bin/tern"], "tern"),  # a shebang script as /proc shows it
+        (["bash", "-c", "tern"], "bash"),
+        (["-zsh"], "zsh"),
         ([], ""),
         ([""], ""),
         # node / nodejs

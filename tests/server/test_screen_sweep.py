@@ -406,3 +406,49 @@ def test_a_catastrophic_user_rule_is_disabled_and_the_daemon_stays_responsive(d:
     ex = wait_until(lambda: (e := d.call("pane.explain", {"pane_id": pids[0]}))["matched"] and e)
     assert ex["matched"]["id"] == "ready"
     assert ex["rules"][0]["disabled"] == "search ran out of time" and not ex["rules"][0]["matched"]
+
+
+def test_agent_rules_stop_when_only_the_shell_is_left(d: DaemonProc) -> None:
+    # a bash pane promoted to claude by the refresh; after the agent quits, the shell's
+    # screen is not read with claude's rules (it would stay "working" forever)
+    bindir = d.root / "bin"
+    bindir.mkdir()
+    fake = bindir / "claude"
+    fake.write_text("#!/bin/sh\nprintf '\\342\\240\\231 Working on it\\n'\nsleep 60\n")
+    fake.chmod(0o755)
+    ws = d.call("workspace.create", {"name": "w"})["workspace"]["id"]
+    pid = d.call("pane.spawn", {"workspace_id": ws, "argv": ["bash", "--norc", "--noprofile"]})["pane"]["id"]
+    cmd = f"PS1='$ '; {fake}\r"
+    d.call("pane.input", {"pane_id": pid, "data_b64": base64.b64encode(cmd.encode()).decode()})
+    wait_until(lambda: get(d, pid)["agent"]["kind"] == "claude", timeout=15)
+    p = wait_state(d, pid, "working")
+    assert p["authority"] == "screen" and p["process_name"] == "claude"
+    d.call("pane.input", {"pane_id": pid, "data_b64": base64.b64encode(b"\x03").decode()})  # Ctrl-C
+    p = wait_state(d, pid, "idle", timeout=15)
+    assert p["agent"]["kind"] == "claude" and p["process_name"] == "bash"  # never demoted
+    assert p["authority"] == "none"
+    ex = d.call("pane.explain", {"pane_id": pid})
+    assert ex["source"] == "none" and ex["rules"] == []
+    show_cmd = "echo '\u2819 Working'\r"  # the shell printing agent-like text changes nothing
+    d.call("pane.input", {"pane_id": pid, "data_b64": base64.b64encode(show_cmd.encode()).decode()})
+    time.sleep(1.0)
+    assert get(d, pid)["lifecycle"] == "idle"
+
+
+def test_program_status_holds_while_its_script_stays_in_front(d: DaemonProc) -> None:
+    # the name from the spawn argv ("reporter.py" → "reporter") and the one read from /proc
+    # ("python3 reporter.py" → "reporter") must agree, or the first refresh ends the authority
+    script = d.root / "reporter.py"
+    script.write_text(
+        "import sys, time\n"
+        "sys.stdout.write('\\x1b]7501;state=working\\x1b\\\\'); sys.stdout.flush()\n"
+        "time.sleep(60)\n"
+    )
+    script.chmod(0o755)
+    ws = d.call("workspace.create", {"name": "w"})["workspace"]["id"]
+    py = d.call("pane.spawn", {"workspace_id": ws, "argv": [PY, str(script)]})["pane"]["id"]
+    wait_state(d, py, "working")
+    time.sleep(5)  # two refreshes (proc_refresh_s = 2)
+    p = get(d, py)
+    assert p["lifecycle"] == "working" and p["authority"] == "program_status", p
+    assert p["process_name"] == "reporter"

@@ -478,3 +478,10 @@ def test_cli_agents_catalog(agents_daemon):
     r = d.cli("--json", "agents", "catalog", "--refresh")
     assert r.returncode == 0, r.stderr
     assert {a["id"] for a in json.loads(r.stdout)["agents"]} >= {"claude", "gemini", "aider"}
+
+
+def test_cli_agent_and_a_command_together_is_an_error(agents_daemon):
+    d = agents_daemon
+    r = d.cli("new", "--agent", "claude", "--", "extra", "args")
+    assert r.returncode == 1 and "exactly one of argv or agent" in r.stderr
+    assert d.call("pane.list")["panes"] == []  # nothing started, the workspace was closed again
