@@ -32,6 +32,9 @@ from signaltty.server.store import Store
 from signaltty.system import proctable
 from tests.conftest import DaemonProc, wait_until
 
+# what sys.executable is called (``python3`` here, ``python`` in a venv)
+PY_NAME = os.path.basename(sys.executable)
+
 CLAUDE_SCRIPT = textwrap.dedent(
     """\
     #!/usr/bin/env python3
@@ -162,9 +165,9 @@ async def test_one_process_iter_per_refresh_and_no_children_walk(procs, tmp_path
     assert [u["changed"] for u in updates(daemon.store, "pane_a")] == [["kind", "display_name", "cwd", "process_name"]]
     assert (b.agent.kind, b.process_name, b.cwd) == ("generic", "sleep", str(tmp_path))
     assert [u["changed"] for u in updates(daemon.store, "pane_b")] == [["cwd", "process_name"]]
-    assert (c.agent.kind, c.process_name, c.cwd) == ("generic", "python3", "/")  # same cwd: no event
+    assert (c.agent.kind, c.process_name, c.cwd) == ("generic", PY_NAME, "/")  # same cwd: no event
     assert updates(daemon.store, "pane_c") == []
-    assert sorted(seen) == [("pane_a", "claude", None), ("pane_b", "sleep", None), ("pane_c", "python3", None)]
+    assert sorted(seen) == [("pane_a", "claude", None), ("pane_b", "sleep", None), ("pane_c", PY_NAME, None)]
 
     # second period: nothing changed → nothing emitted, still one scan
     before = daemon.store.seq
@@ -221,7 +224,7 @@ async def test_failing_detect_or_callback_spares_other_panes(procs, tmp_path):
     def detect(name: str) -> Detection | None:
         if name == "sleep":
             raise RuntimeError("bad catalog")
-        return Detection("codex", "codex", "Codex") if name == "python3" else None
+        return Detection("codex", "codex", "Codex") if name == PY_NAME else None
 
     refresher = ProcessRefresher(daemon, detect)
     refresher.on_foreground.append(lambda pane, name: 1 / 0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import textwrap
 import time
@@ -359,7 +360,7 @@ def test_program_status_ends_when_the_foreground_program_goes_away(d: DaemonProc
     d.call("pane.input", {"pane_id": pid, "data_b64": base64.b64encode(cmd.encode()).decode()})
     p = wait_state(d, pid, "working")
     assert p["authority"] == "program_status"
-    wait_until(lambda: get(d, pid)["process_name"] == "python3", timeout=10)
+    wait_until(lambda: get(d, pid)["process_name"] == os.path.basename(PY), timeout=10)
     p = wait_state(d, pid, "idle", timeout=15)  # back to bash: the reporter is gone
     assert p["program_status"] is None and p["authority"] == "screen"
 
