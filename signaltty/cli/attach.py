@@ -79,10 +79,11 @@ def _loop(
                 return 0
         fds = [stream.fileno()] + ([stdin_fd] if stdin_open else [])
         try:
-            ready, _, _ = select.select(fds, [], [], 0.5)
+            # messages already in the client's buffer: do not wait for the socket
+            ready, _, _ = select.select(fds, [], [], 0 if stream.buffered() else 0.5)
         except InterruptedError:
             continue
-        if stream.fileno() in ready:
+        if stream.fileno() in ready or stream.buffered():
             ev = stream.read_message()
             if ev is None:
                 out.write(b"\r\n[signaltty: server closed the connection]\r\n")

@@ -103,6 +103,11 @@ class Client:
                 return dict(msg.get("result") or {})
             raise envelope.error_from_wire(msg.get("error") or {})
 
+    def buffered(self) -> bool:
+        """True when a whole message was already received (``select`` on the socket would not
+        report it: it is in this client's buffer, not the kernel's)."""
+        return b"\n" in self._buf
+
     def read_message(self, timeout: float | None = None) -> dict[str, Any] | None:
         """Read the next envelope; ``None`` on EOF.
 
