@@ -20,7 +20,7 @@ import re
 import stat
 import tomllib
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -82,6 +82,13 @@ BIDI_CONTROLS: Final = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u20
 TITLE_PRIORITY: Final = 1200
 TITLE_STATES: Final = ("working", "blocked", "idle")
 KEEP: Final = "keep"
+
+
+def _one_of(value: str, allowed: Collection[str], what: str) -> str:
+    """``value`` if it is one of ``allowed``; else the error lists them (newcomers guess)."""
+    if value not in allowed:
+        raise ValueError(f"unknown {what} {value!r} (one of {', '.join(allowed)})")
+    return value
 
 
 class ManifestError(Exception):
@@ -254,9 +261,7 @@ class AgentTable(_Table):
     @field_validator("kind")
     @classmethod
     def _kind(cls, v: str) -> str:
-        if v not in MANIFEST_KINDS:
-            raise ValueError(f"unknown kind {v!r} (one of {', '.join(MANIFEST_KINDS)})")
-        return v
+        return _one_of(v, MANIFEST_KINDS, "kind")
 
     @field_validator("binaries")
     @classmethod
@@ -439,14 +444,12 @@ class ScreenTable(_Table):
     @field_validator("state")
     @classmethod
     def _state(cls, v: str) -> str:
-        if v not in STATES:
-            raise ValueError(f"unknown state {v!r} (one of {', '.join(STATES)})")
-        return v
+        return _one_of(v, STATES, "state")
 
     @field_validator("region")
     @classmethod
     def _region(cls, v: str) -> str:
-        if v not in REGIONS:
+        if v not in REGIONS:  # the message agents.md §4.1 gives as its example, verbatim
             raise ValueError(f"unknown region {v!r}")
         return v
 
