@@ -277,6 +277,8 @@ class Pane:
     screen_rules: bool = False
     # runtime: last accepted hook or OSC 7501 report (stuck-working recovery, states.md §3.8)
     last_signal_at: float | None = None
+    # runtime: the kind came from the process refresh (an agent started inside a shell pane)
+    promoted: bool = False
 
     @property
     def authority(self) -> Authority:

@@ -82,6 +82,7 @@ def on_process_refresh(
         if promote or follow:
             if detection.kind != info.kind:
                 info.kind = detection.kind
+                pane.promoted = True
                 changed.append("kind")
             if detection.catalog_id != info.catalog_id:
                 info.catalog_id = detection.catalog_id

@@ -174,15 +174,16 @@ class ScreenSweep:
     def rules_for(self, pane: Pane) -> tuple[str, tuple[ScreenRule, ...]]:
         """Applicable rules and their source (agents.md §5.4); ``("none", ())`` without any.
 
-        An agent kind's rules do not apply while only a shell is in front of the pane: the
-        agent that promoted the pane has left, and the shell's screen would be read as the
-        agent's (docs/decisions.md).
+        In a pane the process refresh promoted (an agent started from its shell), the
+        agent kind's rules do not apply while only the shell is in front: the agent has left,
+        and the shell's screen would be read as the agent's (docs/decisions.md). A kind given
+        at spawn (hint, catalog launch, program name) keeps its rules.
         """
         catalog = getattr(self.d, "catalog", None)
         if catalog is None:
             return _NO_RULES
         kind = pane.agent.kind
-        if kind not in ("generic", "none") and pane.process_name in SHELLS:
+        if pane.promoted and pane.process_name in SHELLS:
             return _NO_RULES
         return catalog.rules_for(kind, pane.process_name)
 
