@@ -16,7 +16,7 @@ from signaltty.agents.registry import builtin_kind, detect_kind, display_name_fo
 from signaltty.core.hooks import Classification, NotificationDraft
 from signaltty.core.states import ATTENTION_RANK, Attention, Lifecycle
 
-FIXTURES = Path(__file__).parents[3] / "shared" / "fixtures" / "real-agents"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real-agents"
 
 W, B, D, I, F = (
     Lifecycle.WORKING,
@@ -42,7 +42,7 @@ def C(lifecycle=None, attention=None, message=None, cause=None) -> Classificatio
 
 def fixture(agent: str) -> dict[str, Any]:
     path = FIXTURES / agent / "hook_samples.json"
-    assert path.is_file(), f"missing fixture {path} (CI copies shared/ beside the repo)"
+    assert path.is_file(), f"missing fixture {path}"
     return json.loads(path.read_text())
 
 

@@ -1,6 +1,6 @@
 """Screens captured from the real agent CLIs classify as their file names say (agents.md §6).
 
-The captures live beside the clone in ``shared/fixtures/real-agents/<agent>/`` (see its
+The captures live in ``tests/fixtures/real-agents/<agent>/`` (see its
 README): ``NN_<state>.txt`` is ``tmux capture-pane -p`` of a 120x40 pane, ``*_ansi.txt`` the
 same frame with colours, which is fed through the daemon's virtual screen here. Each file is
 evaluated with the bundled rule set of the agent (through the catalog, as the daemon does),
@@ -22,7 +22,7 @@ from signaltty.agents.catalog import load_catalog
 from signaltty.core.screen_rules import ScreenView, evaluate
 from signaltty.term.screen import PyteScreen
 
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real-agents"
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real-agents"
 COLS, ROWS = 120, 40
 
 # capture (agent/stem) -> (state, winning rule id)

@@ -2,7 +2,7 @@
 
 A driver in a real 120×40 PTY replays each ANSI capture (``capture-pane -e``) as a fresh
 frame; the daemon's sweep classifies the unhooked pane with the bundled rules of its kind —
-no user manifests. The captures are ``shared/fixtures/real-agents/`` (README of that folder).
+no user manifests. The captures are ``tests/fixtures/real-agents/`` (README of that folder).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import DaemonProc, wait_until
 
 PY = sys.executable
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real-agents"
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real-agents"
 
 DRIVER = Path(__file__).resolve().parents[1] / "fixtures" / "screen_driver.py"
 

@@ -18,7 +18,7 @@ from signaltty.proto.envelope import SignalttyError
 from tests.conftest import REPO, DaemonProc, wait_until
 
 FAKE = REPO / "tests" / "fixtures" / "fake_agent.py"
-SHARED = REPO.parent / "shared" / "fixtures" / "real-agents"
+SHARED = REPO / "tests" / "fixtures" / "real-agents"
 
 
 def agent_bin(root: Path, name: str = "claude") -> Path:
@@ -444,7 +444,6 @@ def test_hook_on_exited_pane_h21(daemon):
     assert r["accepted"] and (r["lifecycle"], r["attention"]) == ("done", "unread")
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="shared fixtures not beside the checkout")
 @pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "pi"])
 def test_real_payloads_are_accepted_or_dropped_cleanly(daemon, agent):
     samples = json.loads((SHARED / agent / "hook_samples.json").read_text())

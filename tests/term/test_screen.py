@@ -25,9 +25,7 @@ from signaltty.term.screen import (
     VirtualScreen,
 )
 
-FIXTURES = Path("/work/shared/fixtures/real-agents")
-if not FIXTURES.is_dir():  # a checkout may carry its own copy
-    FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real-agents"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real-agents"
 CAPTURES = sorted(FIXTURES.glob("*/*_ansi.txt"))
 
 
