@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from signaltty import __version__
@@ -307,6 +308,10 @@ def _run(args: argparse.Namespace) -> int:
     raise CliError(f"unknown command {cmd}", 2)
 
 
+# a daemon that is still starting (restoring a large snapshot) may take this long to listen
+DETACH_START_TIMEOUT_S = 10.0
+
+
 def _daemon(args: argparse.Namespace) -> int:
     socket_flag = args.socket
     if args.detach:
@@ -347,15 +352,37 @@ def _detach(args: argparse.Namespace) -> int:
     # checkout there would shadow the installed package.
     cwd = "/"
     with open(out_path, "ab") as out, open(os.devnull, "rb") as devnull:
-        subprocess.Popen(
+        start = out.tell()
+        child = subprocess.Popen(
             cmd, stdin=devnull, stdout=out, stderr=out, start_new_session=True, close_fds=True, cwd=cwd
         )
-    for _ in range(50):
-        time.sleep(0.1)
+    deadline = time.monotonic() + DETACH_START_TIMEOUT_S
+    while time.monotonic() < deadline:
         status = _try_status(sock)
         if status is not None:
             return _out(args, status, f"server started on {sock} (log: {state / 'signaltty.log'})")
-    raise CliError(f"server did not start; see {out_path}")
+        if child.poll() is not None:
+            # the daemon said why on its stderr (one line, startup errors): show it at once
+            why = _tail_since(out_path, start) or f"exit status {child.returncode}"
+            raise CliError(f"server did not start: {why}")
+        time.sleep(0.05)
+    raise CliError(f"server did not answer within {DETACH_START_TIMEOUT_S:.0f} s; see {out_path}")
+
+
+def _tail_since(path: Path, offset: int, limit: int = 4096) -> str:
+    """The last non-empty line written to ``path`` after ``offset`` (sanitized), or ``""``."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(offset, os.path.getsize(path) - limit))
+            data = f.read(limit)
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    from signaltty.core.sanitize import sanitize_text
+
+    return sanitize_text(lines[-1], 300)
 
 
 def _try_status(sock: str) -> dict[str, Any] | None:

@@ -218,6 +218,9 @@ def install(
         "changed": changed,
         "dbus_activation_file": str(act) if dbus_activation else None,
     }
+    # Asked before `start`: afterwards the daemon answering may be the unit's own, and this
+    # process's environment says nothing about how that daemon was started.
+    foreign = _daemon_status() if start and not was_active else None
     steps: list[list[str]] = [["daemon-reload"]]
     if enable:
         steps.append(["enable", "signaltty"])
@@ -240,13 +243,11 @@ def install(
             report.lines.append(f"systemctl --user {' '.join(step)}")
     if was_active and changed:
         report.lines.append(RESTART_HINT)
-    if start and not was_active:
-        running = _daemon_status()
-        if running is not None and os.environ.get("SIGNALTTY_SERVICE") != "systemd":
-            report.warnings.append(
-                f"a daemon not started by systemd is listening on {running.get('socket')}; "
-                "the unit cannot start until `signaltty shutdown`"
-            )
+    if foreign is not None:
+        report.warnings.append(
+            f"a daemon not started by systemd (pid {foreign.get('pid')}) is listening on "
+            f"{foreign.get('socket')}; the unit cannot start until `signaltty shutdown`"
+        )
     return report
 
 

@@ -522,6 +522,8 @@ def test_unit_starts_reports_ready_and_watchdog_restarts(manager: UserManager) -
     m = manager
     r = m.run("signaltty", "service", "install", "--no-dbus-activation")
     assert r.returncode == 0, (r.stdout, r.stderr)
+    # the daemon systemd just started is not "a daemon not started by systemd" (issue 13 §3)
+    assert "not started by systemd" not in r.stderr, r.stderr
     unit = m.home / ".config" / "systemd" / "user" / "signaltty.service"
     assert f"ExecStart={m.home / 'bin' / 'signaltty'} daemon" in unit.read_text()
 

@@ -249,6 +249,20 @@ def test_detach_starts_once(tmp_root):
     assert any(x.get("event") == "daemon.ready" for x in lines)
 
 
+def test_detach_says_why_the_daemon_did_not_start(tmp_root):
+    """Issue 13 §5: the reason is printed, not a pointer to a file holding it."""
+    d = DaemonProc(tmp_root)
+    d.start()  # holds the state dir
+    try:
+        other = str(tmp_root / "other.sock")
+        r = d.cli("daemon", "--detach", "--state-dir", str(d.state_dir), "--socket", other)
+        assert r.returncode != 0
+        assert "server did not start: " in r.stderr and "state dir in use" in r.stderr, r.stderr
+        assert d.call("server.status")["pid"]  # the running one is untouched
+    finally:
+        d.stop()
+
+
 def test_invalid_config_uses_defaults_and_reports(tmp_root):
     d = DaemonProc(tmp_root)
     cfg = tmp_root / "config" / "signaltty"
