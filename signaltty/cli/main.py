@@ -204,30 +204,68 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    """Parse ``argv`` and run one command; returns the exit code."""
+    """Parse ``argv`` and run one command; returns the exit code.
+
+    Errors go to stderr as one ``signaltty: …`` line, or with ``--json`` as one JSON object
+    ``{"error": {"code", "message"}}``. A reader that closes stdout early (``| head``) ends
+    the command quietly, as coreutils do (SIGPIPE).
+    """
     args = build_parser().parse_args(argv)
     try:
         return _run(args)
     except CliError as exc:
-        print(f"signaltty: {exc}", file=sys.stderr)
-        return exc.code
+        return _fail(args, "CLIENT_ERROR", str(exc), exc.code)
     except SignalttyError as exc:
-        print(f"signaltty: server error {exc.code}: {exc.message}", file=sys.stderr)
-        if exc.code == "TIMEOUT" and args.cmd in ("wait",) or (args.cmd == "pane" and getattr(args, "sub", "") == "wait-output" and exc.code == "TIMEOUT"):
-            return EXIT_TIMEOUT
-        return 1
-    except ConnectError as exc:
-        print(
-            f"signaltty: {exc.strerror} (is the daemon running? start it with "
-            "`signaltty daemon --detach`)",
-            file=sys.stderr,
+        timeout = exc.code == "TIMEOUT" and (
+            args.cmd == "wait" or (args.cmd == "pane" and getattr(args, "sub", "") == "wait-output")
         )
-        return 1
+        return _fail(args, exc.code, exc.message, EXIT_TIMEOUT if timeout else 1, server=True)
+    except ConnectError as exc:
+        return _fail(
+            args,
+            "NO_DAEMON",
+            f"{exc.strerror} (is the daemon running? start it with `signaltty daemon --detach`)",
+            1,
+        )
     except (ConnectionError, BrokenPipeError):
-        print("signaltty: the server closed the connection", file=sys.stderr)
-        return 1
+        if _stdout_closed():
+            return _quiet_sigpipe()
+        return _fail(args, "CONNECTION_CLOSED", "the server closed the connection", 1)
     except KeyboardInterrupt:
         return 130
+
+
+def _fail(args: argparse.Namespace, code: str, message: str, status: int, *, server: bool = False) -> int:
+    if getattr(args, "json", False):
+        print(json.dumps({"error": {"code": code, "message": message}}), file=sys.stderr)
+    elif server:
+        print(f"signaltty: server error {code}: {message}", file=sys.stderr)
+    else:
+        print(f"signaltty: {message}", file=sys.stderr)
+    return status
+
+
+def _stdout_closed() -> bool:
+    """Whether the reader of stdout went away (a pipe with no reader polls as an error)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _fd, ev in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def _quiet_sigpipe() -> int:
+    """End like a coreutils program whose reader left: no message, killed by SIGPIPE."""
+    import signal
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not complain
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)
+    return 128 + signal.SIGPIPE  # not reached on POSIX
 
 
 def _client(args: argparse.Namespace) -> Client:

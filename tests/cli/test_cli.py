@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -55,6 +56,36 @@ def test_errors_and_exit_codes(daemon):
     assert r.returncode == 1
     r = daemon.cli("wait", "--pane", "pane_nope", "--until", "done", "--after-baseline", "{oops")
     assert r.returncode == 1 and "not JSON" in r.stderr
+
+
+def test_closed_stdout_ends_quietly_like_coreutils(daemon):
+    """Issue 13 §4: ``signaltty pane list | head -1`` — the reader is gone before we write."""
+    for _ in range(3):
+        jcli(daemon, "new", "--", PY, "-c", "pass")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # a reader that already left
+    try:
+        r = subprocess.run(
+            [PY, "-m", "signaltty", "pane", "list"],
+            env=daemon.env, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=30,
+        )
+    finally:
+        os.close(write_end)
+    assert r.stderr == "" and r.returncode == -signal.SIGPIPE, (r.returncode, r.stderr)
+    # through a real shell pipe as a person types it
+    r = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {PY} -m signaltty pane list | head -c1 >/dev/null"],
+        env=daemon.env, capture_output=True, text=True, timeout=30,
+    )
+    assert r.stderr == "", r.stderr
+
+
+def test_json_errors_are_json_on_stderr(daemon, tmp_root):
+    r = daemon.cli("--json", "pane", "get", "pane_nope")
+    assert r.returncode == 1 and r.stdout == ""
+    assert json.loads(r.stderr) == {"error": {"code": "NO_SUCH_PANE", "message": "no such pane: pane_nope"}}
+    r = daemon.cli("--json", "--socket", str(tmp_root / "absent.sock"), "status")
+    assert r.returncode == 1 and json.loads(r.stderr)["error"]["code"] == "NO_DAEMON"
 
 
 def test_no_daemon_clear_error(tmp_root):
