@@ -254,8 +254,45 @@ def _feedback(method: str, params: dict[str, Any], result: dict[str, Any]) -> st
     return f"accepted {name} lifecycle={result.get('lifecycle')} attention={result.get('attention')}"
 
 
+USAGE = {
+    "hook-event": """usage: signaltty hook-event --agent AGENT [--event EVENT] [options] [PAYLOAD_JSON]
+
+Report one agent hook to the daemon (run by the agents' hook configuration that
+`signaltty integration install` writes; exits 0 or 1, never 2).
+
+options:
+  --agent AGENT          agent kind (claude, codex, opencode, cursor, pi, …)
+  --event EVENT          hook name (default: the payload's hook_event_name or type)
+  --pane PANE            pane id (default: $SIGNALTTY_PANE)
+  --payload-stdin        read the hook payload JSON from stdin (at most 256 KiB)
+  --wait-for-answer      wait for the person's answer and print the agent's verdict JSON
+  --wait-timeout SECONDS how long to wait for that answer
+  --message/--body/--title TEXT, --severity info|warning|error
+                         notification text for agents without a payload
+  --decision JSON        a decision the agent offers (options to answer with)
+  --json                 print the daemon's result as JSON
+  --socket PATH          daemon socket path
+""",
+    "report-session": """usage: signaltty report-session --session ID [--pane PANE] [options]
+
+Record an agent's session id for a pane, so that `signaltty pane resume` can continue it.
+
+options:
+  --session ID           the agent's session id
+  --pane PANE            pane id (default: $SIGNALTTY_PANE)
+  --agent AGENT          agent kind
+  --resume-argv JSON     argv that resumes the session (a JSON list of strings)
+  --json                 print the daemon's result as JSON
+  --socket PATH          daemon socket path
+""",
+}
+
+
 def main(command: str, argv: list[str]) -> int:
     """Dispatch a fast-path command; any unexpected failure exits 1, never 2."""
+    if argv[:1] in (["--help"], ["-h"]):
+        sys.stdout.write(USAGE[command])
+        return 0
     try:
         if command == "hook-event":
             return hook_event(argv)

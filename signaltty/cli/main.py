@@ -75,17 +75,17 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="program and arguments")
 
     w = sub.add_parser("workspace", parents=[common], help="list, show, rename, close workspaces").add_subparsers(dest="sub", required=True, metavar="ACTION")
-    w.add_parser("list", parents=[common])
-    w.add_parser("get", parents=[common]).add_argument("id")
-    r = w.add_parser("rename", parents=[common])
+    w.add_parser("list", parents=[common], help="workspaces with their panes")
+    w.add_parser("get", parents=[common], help="one workspace and its panes").add_argument("id", help="workspace id or handle")
+    r = w.add_parser("rename", parents=[common], help="give a workspace a new name (and handle)")
     r.add_argument("id")
     r.add_argument("name")
-    c = w.add_parser("close", parents=[common])
+    c = w.add_parser("close", parents=[common], help="close a workspace and end its panes")
     c.add_argument("id")
-    c.add_argument("--signal")
+    c.add_argument("--signal", help="signal sent to live panes (default HUP)")
 
     pn = sub.add_parser("pane", parents=[common], help="spawn, read, attach, control panes").add_subparsers(dest="sub", required=True, metavar="ACTION")
-    sp = pn.add_parser("spawn", parents=[common])
+    sp = pn.add_parser("spawn", parents=[common], help="start a program in a new pane of a workspace")
     sp.add_argument("--workspace", required=True)
     sp.add_argument("--cwd")
     sp.add_argument("--agent", help="catalog agent id instead of a command")
@@ -97,37 +97,37 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cols", type=int)
     sp.add_argument("--rows", type=int)
     sp.add_argument("cmd_argv", nargs=argparse.REMAINDER)
-    sl = pn.add_parser("split", parents=[common])
+    sl = pn.add_parser("split", parents=[common], help="start a program in a new pane beside another one")
     sl.add_argument("id")
     sl.add_argument("--cwd")
     sl.add_argument("--agent", help="catalog agent id instead of a command")
     _launch_flags(sl)
     sl.add_argument("--label")
     sl.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
-    ls = pn.add_parser("list", parents=[common])
+    ls = pn.add_parser("list", parents=[common], help="panes with lifecycle, attention and title")
     ls.add_argument("--workspace")
     ls.add_argument("--live", action="store_true", default=None)
     ls.add_argument("--exited", dest="live", action="store_false")
-    pn.add_parser("get", parents=[common]).add_argument("id")
-    pi = pn.add_parser("input", parents=[common])
+    pn.add_parser("get", parents=[common], help="one pane record and its wait baseline").add_argument("id")
+    pi = pn.add_parser("input", parents=[common], help="type bytes into a pane (as if from its terminal)")
     pi.add_argument("id")
     g = pi.add_mutually_exclusive_group(required=True)
     g.add_argument("--data")
     g.add_argument("--stdin", action="store_true")
-    rz = pn.add_parser("resize", parents=[common])
+    rz = pn.add_parser("resize", parents=[common], help="set a pane's terminal size")
     rz.add_argument("id")
     rz.add_argument("--cols", type=int, required=True)
     rz.add_argument("--rows", type=int, required=True)
-    sg = pn.add_parser("signal", parents=[common])
+    sg = pn.add_parser("signal", parents=[common], help="send a signal to a pane's program")
     sg.add_argument("id")
     sg.add_argument("--signal", default="INT", help="INT TERM KILL HUP QUIT WINCH USR1 USR2 (default INT)")
     sg.add_argument("--group", action="store_true", help="signal the foreground process group")
-    rd = pn.add_parser("read", parents=[common])
+    rd = pn.add_parser("read", parents=[common], help="print a pane's screen or recent output")
     rd.add_argument("id")
     rd.add_argument("--mode", choices=["screen", "tail"], help="visible screen, or history + screen (default tail)")
     rd.add_argument("--lines", type=int, help="lines of tail (1-5000, default 200)")
     rd.add_argument("--raw", action="store_true", help="raw output ring, escape sequences kept")
-    wo = pn.add_parser("wait-output", parents=[common])
+    wo = pn.add_parser("wait-output", parents=[common], help="wait until a pane prints a text or pattern")
     wo.add_argument("id")
     wo.add_argument("--match", required=True, help="substring (or regex with --regex) to wait for")
     wo.add_argument("--regex", action="store_true", help="--match is a Python regular expression")
@@ -137,8 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     pn.add_parser(
         "explain", parents=[common], help="why the pane has its state: authority, rules, program status"
     ).add_argument("id")
-    for name in ("close", "mark-seen", "resume"):
-        x = pn.add_parser(name, parents=[common])
+    for name, what in (
+        ("close", "end a pane's program and remove the pane"),
+        ("mark-seen", "clear a pane's unread mark"),
+        ("resume", "start a restored agent pane again with its own resume command"),
+    ):
+        x = pn.add_parser(name, parents=[common], help=what)
         x.add_argument("id")
         if name == "close":
             x.add_argument("--signal")
@@ -151,15 +155,15 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--stall-timeout", type=float)
 
     dc = sub.add_parser("decision", parents=[common], help="answer a pending decision").add_subparsers(dest="sub", required=True, metavar="ACTION")
-    da = dc.add_parser("answer", parents=[common])
-    da.add_argument("--pane")
-    da.add_argument("--decision")
+    da = dc.add_parser("answer", parents=[common], help="answer a pending decision with one of its options")
+    da.add_argument("--pane", help="the pane whose decision to answer")
+    da.add_argument("--decision", help="decision id (with --pane when ids repeat across panes)")
     g = da.add_mutually_exclusive_group(required=True)
     g.add_argument("--option")
     g.add_argument("--verdict", choices=["allow", "deny"])
 
     pm = sub.add_parser("permission", parents=[common], help="pending permission requests").add_subparsers(dest="sub", required=True, metavar="ACTION")
-    pl = pm.add_parser("list", parents=[common])
+    pl = pm.add_parser("list", parents=[common], help="permission requests waiting for an answer")
     pl.add_argument("--pane")
     pa = pm.add_parser("answer", parents=[common], help="answer allow|deny for a pane_… or a decision id")
     pa.add_argument("target")
@@ -200,6 +204,12 @@ def build_parser() -> argparse.ArgumentParser:
     ).add_argument("--refresh", action="store_true", help="re-run PATH hydration and look again")
     integration_cmd.add_parser(sub, common)
     service_cmd.add_parser(sub, common)
+    # dispatched before argparse by cli/entry.py (stdlib-only fast path); listed for --help only
+    for name, what in (
+        ("hook-event", "report an agent hook (what agents' hook configuration runs)"),
+        ("report-session", "record an agent's session id for a pane"),
+    ):
+        sub.add_parser(name, help=what, add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
     return ap
 
 
