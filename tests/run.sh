@@ -9,6 +9,9 @@ command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 command -v node >/dev/null 2>&1 || need+=(nodejs)  # runs the OpenCode plugin (tests/installer)
 command -v dbus-daemon >/dev/null 2>&1 && command -v dbus-send >/dev/null 2>&1 || need+=(dbus)
 command -v gdbus >/dev/null 2>&1 || need+=(libglib2.0-bin)
+# shell completions are checked in the real shells (tests/cli/test_completion.py)
+command -v zsh >/dev/null 2>&1 || need+=(zsh)
+command -v fish >/dev/null 2>&1 || need+=(fish)
 # the real `systemd --user` tier (tests/desktop/test_systemd_user.py; runs as root, skipped
 # otherwise) also creates a throwaway user and starts its manager with setpriv
 if [ "$(id -u)" = 0 ]; then
@@ -21,14 +24,18 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# The real agent CLIs (from the npm registry) for the tier that proves they accept the
-# configuration our installers write (tests/installer/test_real_clis.py). Versions as checked
-# in docs/agents.md; skipped when npm or the registry is unavailable.
+# The real agent CLIs (from the npm registry) for the tiers that prove they accept the
+# configuration our installers write (tests/installer/test_real_clis.py) and that signaltty's
+# states match their screens (tests/real_agents/). Versions as checked in docs/agents.md;
+# skipped when npm or the registry is unavailable (tests/real_agents/ then fails under CI).
 if [ -z "${SIGNALTTY_REAL_AGENTS_DIR:-}" ] && command -v npm >/dev/null 2>&1; then
   agents_dir="$PWD/.real-agents"
-  if [ -x "$agents_dir/node_modules/.bin/codex" ] || \
+  have_all=1
+  for b in claude codex opencode pi gemini; do [ -x "$agents_dir/node_modules/.bin/$b" ] || have_all=0; done
+  if [ "$have_all" = 1 ] || \
      timeout 600 npm install --prefix "$agents_dir" --no-audit --no-fund --loglevel=error \
-       @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 opencode-ai@1.18.33 >/dev/null 2>&1; then
+       @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 opencode-ai@1.18.33 \
+       @mariozechner/pi-coding-agent@0.73.1 @google/gemini-cli@0.61.0 >/dev/null 2>&1; then
     export SIGNALTTY_REAL_AGENTS_DIR="$agents_dir"
   else
     echo "tests/run.sh: could not install the real agent CLIs; their tier is skipped"

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from signaltty import __version__
-from signaltty.cli import integration_cmd, render, service_cmd
-from signaltty.proto.client import Client, ConnectError, default_socket
+from signaltty.cli import completion_cmd, integration_cmd, render, service_cmd
+from signaltty.proto.client import Client, ConnectError, UntrustedServer, default_socket
 from signaltty.proto.constants import PROTOCOL
 from signaltty.proto.envelope import SignalttyError
 
@@ -204,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     ).add_argument("--refresh", action="store_true", help="re-run PATH hydration and look again")
     integration_cmd.add_parser(sub, common)
     service_cmd.add_parser(sub, common)
+    completion_cmd.add_parser(sub, common)
     # dispatched before argparse by cli/entry.py (stdlib-only fast path); listed for --help only
     for name, what in (
         ("hook-event", "report an agent hook (what agents' hook configuration runs)"),
@@ -220,7 +221,12 @@ def main(argv: list[str]) -> int:
     ``{"error": {"code", "message"}}``. A reader that closes stdout early (``| head``) ends
     the command quietly, as coreutils do (SIGPIPE).
     """
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions (cli/completion_cmd.py)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+    args = parser.parse_args(argv)
     try:
         return _run(args)
     except CliError as exc:
@@ -230,6 +236,9 @@ def main(argv: list[str]) -> int:
             args.cmd == "wait" or (args.cmd == "pane" and getattr(args, "sub", "") == "wait-output")
         )
         return _fail(args, exc.code, exc.message, EXIT_TIMEOUT if timeout else 1, server=True)
+    except UntrustedServer as exc:
+        # nothing was sent: the socket is another user's (issue 10 §1)
+        return _fail(args, "UNTRUSTED_SERVER", f"refusing to use the socket: {exc.strerror}", 1)
     except ConnectError as exc:
         return _fail(
             args,
@@ -298,6 +307,8 @@ def _run(args: argparse.Namespace) -> int:
         return integration_cmd.run(args)
     if cmd == "service":
         return service_cmd.run(args)
+    if cmd == "completion":
+        return completion_cmd.run(args)
     with _client(args) as cl:
         if cmd == "status":
             r = cl.call("server.status")
@@ -437,6 +448,8 @@ def _try_status(sock: str) -> dict[str, Any] | None:
     try:
         with Client(sock, timeout=1.0) as cl:
             return cl.call("server.status")
+    except UntrustedServer:
+        raise  # a stranger's socket: say so rather than start a daemon that must refuse it
     except (OSError, SignalttyError, ValueError):
         return None
 

@@ -1,0 +1,125 @@
+"""Shell completions generated from the parser (issue 13 §2), loaded in the real shells:
+bash (the registered completion function called as bash-completion calls it), fish
+(``complete -C``) and zsh (an interactive shell in a real PTY, TAB pressed)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PY = sys.executable
+BIN = Path(PY).parent  # the installed console script `signaltty` lives beside the interpreter
+PANE_ACTIONS = {"spawn", "attach", "mark-seen", "wait-output", "explain"}
+
+
+def _shell(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} must be installed under CI (tests/run.sh installs it)")
+        pytest.skip(f"{name} not installed")
+    if not (BIN / "signaltty").exists():
+        pytest.skip("the signaltty console script is not installed beside the interpreter")
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "SIGNALTTY_"))}
+    env.update(
+        HOME=str(tmp_path),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        PATH=os.pathsep.join([str(BIN), env.get("PATH", os.defpath)]),
+        SIGNALTTY_SOCKET=str(tmp_path / "none.sock"),  # completion must not need a daemon
+    )
+    return env
+
+
+def _install(env: dict[str, str], shell: str) -> Path:
+    r = subprocess.run([PY, "-m", "signaltty", "completion", shell, "--install"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    path = Path(r.stdout.strip().removeprefix("wrote "))
+    assert path.is_file() and path.is_relative_to(Path(env["HOME"])), path
+    return path
+
+
+def test_bash(home):
+    bash = _shell("bash")
+    script = _install(home, "bash")
+    assert script == Path(home["XDG_DATA_HOME"]) / "bash-completion/completions/signaltty"
+    probe = (
+        f"source {script}; "
+        "COMP_LINE='signaltty pane '; COMP_POINT=${#COMP_LINE}; COMP_WORDS=(signaltty pane ''); "
+        "COMP_CWORD=2; fn=$(complete -p signaltty | sed 's/.* -F \\([^ ]*\\) .*/\\1/'); "
+        "$fn signaltty '' pane; printf '%s\\n' \"${COMPREPLY[@]}\""
+    )
+    r = subprocess.run([bash, "--norc", "--noprofile", "-c", probe], env=home, capture_output=True,
+                       text=True, timeout=60)
+    got = {w.strip() for w in r.stdout.split()}
+    assert PANE_ACTIONS <= got, (r.stdout, r.stderr)
+
+
+def test_fish(home):
+    fish = _shell("fish")
+    script = _install(home, "fish")
+    assert script == Path(home["XDG_CONFIG_HOME"]) / "fish/completions/signaltty.fish"
+    # fish loads it from its own completions dir: no `source` needed
+    r = subprocess.run([fish, "-c", "complete -C 'signaltty permission '"], env=home,
+                       capture_output=True, text=True, timeout=60)
+    got = {line.split("\t")[0] for line in r.stdout.splitlines()}
+    assert {"list", "answer"} <= got, (r.stdout, r.stderr)
+
+
+def test_zsh_tab_in_a_real_pty(home, tmp_path):
+    zsh = _shell("zsh")
+    script = _install(home, "zsh")
+    zdot = tmp_path / "zdot"
+    zdot.mkdir()
+    (zdot / ".zshrc").write_text(
+        f"fpath=({script.parent} $fpath)\nautoload -U compinit && compinit -u\nPS1='READY> '\n"
+    )
+    env = {**home, "ZDOTDIR": str(zdot), "TERM": "xterm"}
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.execve(zsh, [zsh, "-i"], env)
+    buf = bytearray()
+
+    def read_until(token: bytes, timeout: float = 30.0) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    return False
+                buf.extend(chunk)
+                if token in buf:
+                    return True
+        return False
+
+    try:
+        assert read_until(b"READY> "), bytes(buf)
+        os.write(fd, b"signaltty pane \t")
+        assert read_until(b"wait-output"), bytes(buf)
+        listing = bytes(buf).decode("utf-8", "replace")
+        assert all(a in listing for a in PANE_ACTIONS), listing
+    finally:
+        os.write(fd, b"\x03exit\n")
+        deadline = time.monotonic() + 10
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                break
+            time.sleep(0.05)
+        os.close(fd)
