@@ -79,7 +79,7 @@ class DaemonProc:
             stderr=log,
             cwd=str(self.root),
         )
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 30  # generous: CI machines are shared and loaded
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"daemon exited {self.proc.returncode}: {self.stderr()}")
@@ -89,7 +89,10 @@ class DaemonProc:
                 return
             except OSError:
                 time.sleep(0.05)
-        raise RuntimeError(f"daemon did not become ready: {self.stderr()}")
+        why = self.stderr()
+        self.stop()  # a daemon that never got ready must not outlive the test
+        self.kill_leftovers()
+        raise RuntimeError(f"daemon did not become ready: {why}")
 
     def stderr(self) -> str:
         try:
