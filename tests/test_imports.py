@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-HEAVY = ["pydantic", "structlog", "uvloop", "pyte", "psutil", "jeepney", "desktop_notifier", "tomlkit"]
+HEAVY = ["pydantic", "structlog", "uvloop", "pyte", "psutil", "jeepney", "desktop_notifier", "tomlkit", "prompt_toolkit"]
 
 
 def modules_after(code: str) -> set[str]:
@@ -21,7 +21,7 @@ def modules_after(code: str) -> set[str]:
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-@pytest.mark.parametrize("module", ["signaltty.core.rules", "signaltty.core.waits", "signaltty.core.model", "signaltty.core.sanitize", "signaltty.core.ids", "signaltty.core.layer_rules", "signaltty.core.screen_rules"])
+@pytest.mark.parametrize("module", ["signaltty.core.rules", "signaltty.core.waits", "signaltty.core.model", "signaltty.core.sanitize", "signaltty.core.ids", "signaltty.core.layer_rules", "signaltty.core.screen_rules", "signaltty.core.argv_safety", "signaltty.core.keys"])
 def test_core_is_stdlib_only(module):
     mods = modules_after(f"import {module}")
     signaltty_mods = {m for m in mods if m.startswith("signaltty.")}

@@ -14,6 +14,7 @@ Merging (§4.2): a user file whose id equals a bundled id overrides that entry k
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from signaltty.agents.manifest import (
     PromptTable,
     load_manifest,
 )
+from signaltty.core import argv_safety
 from signaltty.core.screen_rules import ScreenRule
 from signaltty.system import paths
 
@@ -95,6 +97,8 @@ class CatalogEntry:
     launch: LaunchSpec = LaunchSpec()
     session_key: str | None = None
     resume: tuple[str, ...] | None = None
+    # ``[session] id_format`` compiled (core/argv_safety.py); None = the adapter's grammar.
+    session_id_grammar: re.Pattern[str] | None = None
     lifecycle: dict[str, LifecycleOverlay] = field(default_factory=dict)
     rules: tuple[ScreenRule, ...] = ()
     source: str = "bundled"
@@ -156,6 +160,9 @@ def _build_entry(
         ),
         session_key=session.get("key"),
         resume=tuple(resume) if resume is not None else None,
+        session_id_grammar=(
+            argv_safety.grammar(session["id_format"]) if session.get("id_format") else None
+        ),
         lifecycle=dict(lifecycle),
         rules=rules,
         source=source,

@@ -37,6 +37,7 @@ from pydantic import (
     model_validator,
 )
 
+from signaltty.core import argv_safety
 from signaltty.core.screen_rules import (
     LINE_REGIONS,
     MAX_RULE_LINES,
@@ -376,6 +377,13 @@ class SessionTable(_Table):
     resume: StrList | None = None
     create: StrList | None = None
     discover: DiscoverTable | None = None
+    # Which ids are accepted as this agent's session id (core/argv_safety.py GRAMMARS).
+    id_format: str | None = None
+
+    @field_validator("id_format")
+    @classmethod
+    def _id_format(cls, v: str | None) -> str | None:
+        return None if v is None else _one_of(v, tuple(argv_safety.GRAMMARS), "id_format")
 
     @field_validator("key")
     @classmethod

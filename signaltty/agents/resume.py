@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from signaltty.agents.adapters.base import MAX_SESSION_ID, is_valid_session_id
+from signaltty.core.argv_safety import check_id, cwd_problem, id_problem
 
 if TYPE_CHECKING:
     from signaltty.agents.adapters.base import Adapter
@@ -38,28 +38,34 @@ def _has_control(value: str) -> bool:
     return any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value)
 
 
-def validate_session_id(value: object) -> str:
+def validate_session_id(value: object, grammar: re.Pattern[str] | None = None) -> str:
     """Return ``value`` when it is a valid agent session id.
 
     Args:
         value: the reported ``agent_session_id``.
+        grammar: the agent's id grammar (``Adapter.session_id_grammar``); ``None`` means the
+            default ``[A-Za-z0-9][A-Za-z0-9._:-]{0,127}``.
 
     Returns:
         The id unchanged.
 
     Raises:
-        ValueError: not a string, empty, longer than 256 characters, blank, or containing a
-            non-printable character (the router maps this to ``BAD_PARAMS``).
+        ValueError: (``UnsafeValue``) not a string, empty, longer than 128 characters,
+            starting with ``-``, holding whitespace or a control character, or outside the
+            grammar; the message names the reason (the router maps it to ``BAD_PARAMS``).
 
-    Spec: protocol.md §6 ``report-session`` (id 1–256 printable chars).
+    Spec: protocol.md §6 ``report-session``; issue 10 item 4 (never an option).
     """
-    if not isinstance(value, str):
-        raise ValueError("session id must be a string")  # noqa: TRY004 (router: BAD_PARAMS)
-    if not 0 < len(value) <= MAX_SESSION_ID:
-        raise ValueError(f"session id must be 1–{MAX_SESSION_ID} characters (got {len(value)})")
-    if not is_valid_session_id(value):
-        raise ValueError("session id must be printable and not blank")
-    return value
+    return check_id(value, grammar)
+
+
+def rejection(adapter: Adapter, value: object) -> str:
+    """The one-line reason ``adapter`` refuses ``value`` as a session id (for the log)."""
+    try:
+        adapter.check_session_id(value)
+    except ValueError as exc:
+        return str(exc)
+    return "accepted"
 
 
 def validate_reported_resume_argv(argv: object) -> list[str]:
@@ -98,8 +104,21 @@ def validate_reported_resume_argv(argv: object) -> list[str]:
     return list(argv)
 
 
-def substitute(template: Sequence[str], session_id: str) -> list[str]:
-    """Replace ``{id}`` and its alias ``{session_id}`` in every template element (step 2)."""
+def substitute(
+    template: Sequence[str], session_id: str, grammar: re.Pattern[str] | None = None
+) -> list[str]:
+    """Replace ``{id}`` and its alias ``{session_id}`` in every template element (step 2).
+
+    The id is checked again here, where it becomes part of an argv (defence in depth: it
+    was checked when recorded and when restored): a value the agent CLI could read as an
+    option, or one with whitespace or control characters, is never substituted.
+    ``--`` is not inserted before the id: ``claude --resume`` takes an optional value, so
+    ``claude --resume -- ID`` would pass the id as a prompt instead.
+
+    Raises:
+        UnsafeValue: (a ``ValueError``) the id fails ``core.argv_safety.check_id``.
+    """
+    check_id(session_id, grammar)
     out = []
     for arg in template:
         for placeholder in _PLACEHOLDERS:
@@ -177,6 +196,7 @@ def resolve_resume_argv(
     launch_cwd: str | None = None,
     launch_prefix: Sequence[str] = (),
     reported: Sequence[str] | None = None,
+    grammar: re.Pattern[str] | None = None,
 ) -> list[str] | None:
     """Resolve the resume command of a pane (steps 1–7).
 
@@ -187,17 +207,22 @@ def resolve_resume_argv(
         launch_cwd: the pane's launch directory (anchors a legacy relative ``argv[0]``).
         launch_prefix: automatic-execution args applied at launch (kept for resume).
         reported: a validated self-reported ``resume_argv`` (wins, step 1).
+        grammar: the agent's session id grammar (``None``: the default one).
 
     Returns:
         The argv to run, or ``None`` when the pane is not resumable.
 
-    Spec: agents.md §3.4.
+    Raises:
+        UnsafeValue: (a ``ValueError``) ``session_id`` could be read as an option or is
+            otherwise not an id (see :func:`substitute`).
+
+    Spec: agents.md §3.4; issue 10 item 4.
     """
     if reported:
         return apply_launch_prefix(reported, launch_prefix)
     if not template or not session_id:
         return None
-    out = substitute(template, session_id)
+    out = substitute(template, session_id, grammar)
     if not os.path.isabs(out[0]):
         stored = _stored_path(argv, launch_cwd)
         if stored is not None and os.path.basename(stored) == out[0]:
@@ -210,6 +235,9 @@ def resolve(pane: Pane, adapter: Adapter, session_id: str | None) -> list[str] |
 
     A reported argv is reused while it belongs to the same session id; a different id
     falls back to the adapter template (the reported command named the old session).
+
+    Raises:
+        UnsafeValue: (a ``ValueError``) ``session_id`` fails the adapter's id grammar.
 
     Spec: agents.md §3.4; protocol.md §6 ``pane.resume``.
     """
@@ -224,4 +252,88 @@ def resolve(pane: Pane, adapter: Adapter, session_id: str | None) -> list[str] |
         launch_cwd=pane.launch_cwd,
         launch_prefix=info.launch_prefix,
         reported=reported,
+        grammar=adapter.session_id_grammar,
     )
+
+
+def argv_to_resume(pane: Pane, adapter: Adapter | None) -> list[str] | None:
+    """The argv ``pane.resume`` runs, checked once more right before it is spawned.
+
+    A reported argv is re-validated (``validate_reported_resume_argv``) and its session id
+    too; an adapter-built one is recomputed from the template, which re-checks the id.
+
+    Args:
+        pane: the pane to resume.
+        adapter: the merged adapter of the pane's agent, or ``None``.
+
+    Returns:
+        The argv, or ``None`` when the pane has nothing to resume.
+
+    Raises:
+        ValueError: the stored session id or reported argv is not acceptable (the message
+            says which and why).
+
+    Spec: protocol.md §6 ``pane.resume``; issue 10 item 4 (defence in depth).
+    """
+    info = pane.agent
+    grammar = adapter.session_id_grammar if adapter is not None else None
+    if info.resume_source == "reported" and info.resume_argv:
+        if info.agent_session_id is not None:
+            check_id(info.agent_session_id, grammar)
+        return validate_reported_resume_argv(info.resume_argv)
+    if adapter is not None and info.agent_session_id:
+        return resolve(pane, adapter, info.agent_session_id)
+    return None
+
+
+def clean_restored(pane: Pane) -> list[str]:
+    """Re-validate, in place, the fields of a restored pane that later reach an argv or cwd.
+
+    A snapshot is a file anyone with the user's uid may have edited. A session id that is
+    no id (default grammar: the catalog is not loaded yet; the agent's own grammar is
+    applied again at resume time) is dropped with its resume command, so the pane comes
+    back not resumable; a reported resume command that fails ``validate_reported_resume_argv``
+    is dropped; a ``cwd``/``launch_cwd`` that is not an absolute path without control
+    characters becomes ``/``.
+
+    Args:
+        pane: a pane read from ``snapshot.json`` (modified in place).
+
+    Returns:
+        One line per dropped or replaced value (for the restore log); empty when clean.
+
+    Spec: issue 10 item 4 ("snapshots are re-validated on restore").
+    """
+    problems: list[str] = []
+    info = pane.agent
+    sid = info.agent_session_id
+    if sid is not None and (why := id_problem(sid)) is not None:
+        problems.append(f"agent_session_id {sid[:40]!r} dropped: {why}")
+        info.agent_session_id = None
+        info.resume_argv = None
+        info.resume_source = None
+    argv = info.resume_argv
+    if argv is not None:
+        why = None
+        if info.resume_source == "reported":
+            try:
+                validate_reported_resume_argv(argv)
+            except ValueError as exc:
+                why = str(exc)
+        elif not info.agent_session_id:
+            why = "no session id"
+        elif any(_has_control(a) for a in argv):
+            why = "a control character"
+        elif not any(info.agent_session_id in a for a in argv):
+            # Only shown by `pane get`: `pane resume` rebuilds it from the template.
+            why = "it does not name the session id"
+        if why is not None:
+            problems.append(f"resume_argv dropped: {why}")
+            info.resume_argv = None
+            info.resume_source = None
+    for name in ("cwd", "launch_cwd"):
+        value = getattr(pane, name)
+        if (why := cwd_problem(value)) is not None:
+            problems.append(f"{name} {str(value)[:40]!r} replaced by '/': {why}")
+            setattr(pane, name, "/")
+    return problems

@@ -27,6 +27,28 @@ def _size() -> tuple[int, int]:
     return size.columns, size.lines
 
 
+class _Control:
+    """The ``pane.input``/``pane.resize`` connection. It sends only while the person types,
+    so the daemon may close it as idle (``server.idle_timeout_s``); it is then reopened and
+    the call sent once more (an idle close happens only with no request in flight, so the
+    first one was never read)."""
+
+    def __init__(self, socket_path: str) -> None:
+        self._path = socket_path
+        self._client = Client(socket_path)
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._client.call(method, params)
+        except ConnectionError:
+            self._client.close()
+            self._client = Client(self._path)
+            return self._client.call(method, params)
+
+    def close(self) -> None:
+        self._client.close()
+
+
 def attach(socket_path: str, pane_id: str) -> int:
     """Attach the controlling terminal to ``pane_id``; returns the exit code.
 
@@ -34,7 +56,7 @@ def attach(socket_path: str, pane_id: str) -> int:
         SignalttyError: the pane does not exist (from ``pane.attach``).
     """
     stream = Client(socket_path)
-    control = Client(socket_path)
+    control = _Control(socket_path)
     stdin_fd = sys.stdin.fileno()
     out = sys.stdout.buffer
     is_tty = os.isatty(stdin_fd)
@@ -42,6 +64,7 @@ def attach(socket_path: str, pane_id: str) -> int:
         stream.call("subscribe", {"events": ["pane.exited", "pane.closed"]})
         cols, rows = _size() if is_tty else (None, None)
         r = stream.call("pane.attach", {"pane_id": pane_id, "cols": cols, "rows": rows})
+        pane_id = r.get("pane_id") or pane_id  # the full id when a short one was typed
         out.write(base64.b64decode(r["snapshot_b64"]))
         out.flush()
         if not r["live"]:
@@ -66,7 +89,7 @@ def attach(socket_path: str, pane_id: str) -> int:
 
 
 def _loop(
-    stream: Client, control: Client, pane_id: str, stdin_fd: int, out: Any, winch: dict[str, bool]
+    stream: Client, control: _Control, pane_id: str, stdin_fd: int, out: Any, winch: dict[str, bool]
 ) -> int:
     stdin_open = True
     while True:
@@ -106,7 +129,7 @@ def _loop(
             _send(control, pane_id, data)
 
 
-def _send(control: Client, pane_id: str, data: bytes) -> None:
+def _send(control: _Control, pane_id: str, data: bytes) -> None:
     control.call("pane.input", {"pane_id": pane_id, "data_b64": base64.b64encode(data).decode()})
 
 

@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-from signaltty.proto.client import Client, ConnectError, default_socket
+from signaltty.proto.client import Client, ConnectError, UntrustedServer, default_socket
 from signaltty.proto.envelope import SignalttyError
 
 MAX_PAYLOAD = 256 * 1024
@@ -147,6 +147,10 @@ def hook_event(argv: list[str]) -> int:
     pane = opts.get("--pane") or os.environ.get("SIGNALTTY_PANE") or None
     if pane:
         params["pane_id"] = pane
+        if not opts.get("--pane"):
+            # inherited (a tmux server keeps the pane it started in): the daemon applies it
+            # only if this process really runs in that pane (issue 10 §6)
+            params["pane_from_env"] = True
     return _send(
         "hook-event",
         params,
@@ -211,6 +215,11 @@ def _send(
     path = default_socket(socket_flag)
     try:
         client = Client(path, timeout=CONNECT_TIMEOUT_S)
+    except UntrustedServer as exc:
+        # Not our daemon: nothing was sent. Exit 0 with stdout empty, so the agent goes on
+        # by itself (its own permission dialog) instead of obeying a stranger (issue 10 §1).
+        _err(f"not reporting {method}: {exc.strerror}")
+        return 0
     except ConnectError:
         if not has_pane_context:
             return 0  # a hook outside signaltty (no daemon, no pane): nothing to report

@@ -23,6 +23,11 @@ from signaltty.proto.constants import PROTOCOL
 from signaltty.proto.envelope import SignalttyError
 
 EXIT_TIMEOUT = 124
+_KEYS_HELP = (
+    "Enter Escape Tab BTab BSpace Space Up Down Left Right Home End PageUp (PPage) "
+    "PageDown (NPage) Insert Delete F1-F12, any single character, with C- (Ctrl), M- (Meta) "
+    "and S- (Shift) prefixes (C-c, M-x, C-Left). Other words are refused, not typed."
+)
 
 
 class CliError(Exception):
@@ -48,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="signaltty",
         description="Supervise AI coding agents (and any program) in PTYs owned by a per-user daemon.",
         epilog="Lifecycle values: unknown working blocked done idle failed exited. "
-        "Attention values: none unread warning input_required permission_required error.",
+        "Attention values: none unread warning input_required permission_required error. "
+        "A pane id may be shortened to any unique prefix (pane_3f2a), as `pane list` shows it.",
     )
     ap.add_argument("--version", action="version", version=f"signaltty {__version__} ({PROTOCOL})")
     ap.add_argument("--json", action="store_true", default=False, help="print raw JSON results")
@@ -62,7 +68,20 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--config", help="config.toml path (default ~/.config/signaltty/config.toml)")
     d.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
 
-    sub.add_parser("status", parents=[common], help="server status")
+    st = sub.add_parser("status", parents=[common], help="server status, or counts for a status bar")
+    st.add_argument(
+        "--format",
+        choices=["waybar", "i3blocks", "tmux"],
+        help="panes needing you in a bar's own format; prints `off` and exits 0 without a daemon (docs/status-bars.md)",
+    )
+    sub.add_parser(
+        "top",
+        parents=[common],
+        help="full-screen live view of every pane: attach, mark seen, answer",
+        description="Live view of every pane. Keys: up/down or j/k move, Enter attaches (Ctrl+] "
+        "comes back), s marks seen, a then y allows once, d denies, n jumps to the next pane "
+        "needing you, q quits (docs/status-bars.md).",
+    )
     sub.add_parser("schema", parents=[common], help="protocol schema")
     s = sub.add_parser("shutdown", parents=[common], help="stop the server")
     s.add_argument("--force", action="store_true", help="stop even when panes are live (they are ended)")
@@ -72,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--cwd", help="working directory (default: the current one)")
     n.add_argument("--agent", help="catalog agent id instead of a command")
     _launch_flags(n)
+    _env_flag(n)
+    n.add_argument("--attach", action="store_true", help="attach to the new pane at once (Ctrl+] detaches)")
     n.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="program and arguments")
 
     w = sub.add_parser("workspace", parents=[common], help="list, show, rename, close workspaces").add_subparsers(dest="sub", required=True, metavar="ACTION")
@@ -90,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cwd")
     sp.add_argument("--agent", help="catalog agent id instead of a command")
     _launch_flags(sp)
+    _env_flag(sp)
     sp.add_argument("--hint")
     sp.add_argument("--label")
     sp.add_argument("--parent-pane")
@@ -102,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     sl.add_argument("--cwd")
     sl.add_argument("--agent", help="catalog agent id instead of a command")
     _launch_flags(sl)
+    _env_flag(sl)
     sl.add_argument("--label")
     sl.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
     ls = pn.add_parser("list", parents=[common], help="panes with lifecycle, attention and title")
@@ -109,11 +132,18 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--live", action="store_true", default=None)
     ls.add_argument("--exited", dest="live", action="store_false")
     pn.add_parser("get", parents=[common], help="one pane record and its wait baseline").add_argument("id")
-    pi = pn.add_parser("input", parents=[common], help="type bytes into a pane (as if from its terminal)")
+    pi = pn.add_parser(
+        "input",
+        parents=[common],
+        help="type text or keys into a pane (as if from its terminal)",
+        description="Types --data (or stdin), then --keys, into the pane in one write. "
+        "Key names as tmux send-keys: " + _KEYS_HELP,
+    )
     pi.add_argument("id")
-    g = pi.add_mutually_exclusive_group(required=True)
-    g.add_argument("--data")
-    g.add_argument("--stdin", action="store_true")
+    g = pi.add_mutually_exclusive_group()
+    g.add_argument("--data", help="text typed as is")
+    g.add_argument("--stdin", action="store_true", help="type what stdin holds")
+    pi.add_argument("--keys", nargs="+", metavar="KEY", help="key names typed after the text: Enter C-c Escape Up F5 M-x …")
     rz = pn.add_parser("resize", parents=[common], help="set a pane's terminal size")
     rz.add_argument("id")
     rz.add_argument("--cols", type=int, required=True)
@@ -126,7 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("id")
     rd.add_argument("--mode", choices=["screen", "tail"], help="visible screen, or history + screen (default tail)")
     rd.add_argument("--lines", type=int, help="lines of tail (1-5000, default 200)")
-    rd.add_argument("--raw", action="store_true", help="raw output ring, escape sequences kept")
+    rd.add_argument(
+        "--raw",
+        action="store_true",
+        help="raw output ring, escape sequences kept (shown as \\x1b… when stdout is a terminal)",
+    )
     wo = pn.add_parser("wait-output", parents=[common], help="wait until a pane prints a text or pattern")
     wo.add_argument("id")
     wo.add_argument("--match", required=True, help="substring (or regex with --regex) to wait for")
@@ -168,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     pa = pm.add_parser("answer", parents=[common], help="answer allow|deny for a pane_… or a decision id")
     pa.add_argument("target")
     pa.add_argument("verdict", choices=["allow", "deny"])
+    pa.add_argument("--pane", help="the pane of a decision id (when the id is pending on several panes)")
 
     nt = sub.add_parser("notify", parents=[common], help="post a notification")
     nt.add_argument("--title", required=True)
@@ -258,9 +293,9 @@ def _fail(args: argparse.Namespace, code: str, message: str, status: int, *, ser
     if getattr(args, "json", False):
         print(json.dumps({"error": {"code": code, "message": message}}), file=sys.stderr)
     elif server:
-        print(f"signaltty: server error {code}: {message}", file=sys.stderr)
+        print(f"signaltty: server error {render.clean(code)}: {render.clean(message)}", file=sys.stderr)
     else:
-        print(f"signaltty: {message}", file=sys.stderr)
+        print(f"signaltty: {render.clean(message)}", file=sys.stderr)
     return status
 
 
@@ -292,10 +327,12 @@ def _client(args: argparse.Namespace) -> Client:
 
 
 def _out(args: argparse.Namespace, result: Any, human: str | None = None) -> int:
+    # human text passes the terminal sanitizer once more as a whole: whatever a formatter
+    # missed, no escape sequence or control from a pane or payload reaches the terminal
     if args.json or human is None:
         print(render.dumps(result))
     elif human:
-        print(human)
+        print(render.block(human))
     return 0
 
 
@@ -309,6 +346,14 @@ def _run(args: argparse.Namespace) -> int:
         return service_cmd.run(args)
     if cmd == "completion":
         return completion_cmd.run(args)
+    if cmd == "status" and args.format:
+        from signaltty.cli import statusbar
+
+        return statusbar.run(default_socket(args.socket), args.format)
+    if cmd == "top":  # prompt_toolkit is loaded by this command only
+        from signaltty.cli import top
+
+        return top.run(default_socket(args.socket))
     with _client(args) as cl:
         if cmd == "status":
             r = cl.call("server.status")
@@ -347,10 +392,15 @@ def _run(args: argparse.Namespace) -> int:
                 return attach(cl.path, r["pane_id"])
             return _out(args, r, r.get("pane_id") or "(none)")
         if cmd == "decision":
-            r = cl.call(
-                "decision.answer",
-                {"pane_id": args.pane, "decision_id": args.decision, "option_id": args.option, "verdict": args.verdict},
-            )
+            try:
+                r = cl.call(
+                    "decision.answer",
+                    {"pane_id": args.pane, "decision_id": args.decision, "option_id": args.option, "verdict": args.verdict},
+                )
+            except SignalttyError as exc:
+                if exc.code == "AMBIGUOUS":
+                    raise CliError(_ambiguous(exc, None)) from None
+                raise
             return _out(args, r, f"answered {r['decision_id']} with {r['option_id']}")
         if cmd == "permission":
             return _permission(args, cl)
@@ -362,7 +412,10 @@ def _run(args: argparse.Namespace) -> int:
             return _out(args, r, _catalog_table(r))
         if cmd == "attention":
             r = cl.call("attention.pending", {"limit": args.limit})
-            human = "\n".join(render.attention_line(a) for a in r["panes"]) or "(nothing needs you)"
+            if args.json:
+                return _out(args, r)
+            short = _short_ids(cl) if r["panes"] else {}
+            human = "\n".join(render.attention_line(a, short) for a in r["panes"]) or "(nothing needs you)"
             return _out(args, r, human)
     raise CliError(f"unknown command {cmd}", 2)
 
@@ -502,6 +555,50 @@ def _launch_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _env_pair(text: str) -> tuple[str, str]:
+    """``-e KEY=VALUE`` → ``(KEY, VALUE)``; the daemon checks the name (server/spawning.py)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def _env_flag(parser: argparse.ArgumentParser) -> None:
+    """``-e/--env KEY=VALUE``, repeatable, as ``tmux new-session -e``."""
+    parser.add_argument(
+        "-e",
+        "--env",
+        action="append",
+        type=_env_pair,
+        metavar="KEY=VALUE",
+        help="environment variable for the program (repeatable; the last one of a KEY wins)",
+    )
+
+
+def _env_param(args: argparse.Namespace) -> dict[str, str] | None:
+    return dict(args.env) if getattr(args, "env", None) else None
+
+
+def _encode_keys(names: list[str]) -> bytes:
+    """``--keys`` names → bytes (core/keys.py); an unknown name is a usage error (exit 2)."""
+    from signaltty.core.keys import KeyNameError, encode_keys
+
+    try:
+        return encode_keys(names)
+    except KeyNameError as exc:
+        raise CliError(str(exc), 2) from None
+
+
+def _short_ids(cl: Client, panes: list[dict[str, Any]] | None = None) -> dict[str, str]:
+    """Every pane id → its shortest unique prefix (core/ids.py), unique among ALL panes:
+    ``panes`` when it is the full list, else fetched."""
+    from signaltty.core.ids import short_ids
+
+    if panes is None:
+        panes = cl.call("pane.list")["panes"]
+    return short_ids(p["id"] for p in panes)
+
+
 def _launch_params(args: argparse.Namespace) -> dict[str, Any]:
     """The ``prompt``/``bypass``/``continue`` request fields (absent when not given)."""
     return {"prompt": args.prompt, "bypass": args.bypass, "continue": True if args.continue_ else None}
@@ -526,8 +623,11 @@ def _split_tail(args: argparse.Namespace) -> list[str] | None:
         tail.add_argument("--agent")
         tail.add_argument("--label")
         _launch_flags(tail)
+        _env_flag(tail)
         for key, value in vars(tail.parse_args(opts)).items():
-            if value is not None and value is not False:
+            if key == "env" and value:
+                setattr(args, key, [*(args.env or []), *value])
+            elif value is not None and value is not False:
                 setattr(args, key, value)
     return cmd or None
 
@@ -545,6 +645,7 @@ def _new(args: argparse.Namespace, cl: Client) -> int:
                 "argv": argv,
                 "agent": args.agent,
                 **_launch_params(args),
+                "env": _env_param(args),
             },
         )
     except SignalttyError:
@@ -553,6 +654,14 @@ def _new(args: argparse.Namespace, cl: Client) -> int:
     out: dict[str, Any] = {"workspace_id": ws["id"], "handle": ws["handle"], "pane_id": r["pane"]["id"]}
     if r.get("integration") is not None:
         out["integration"] = r["integration"]
+    if args.attach:
+        # like tmux new-session: straight into the pane; the id is printed after detaching,
+        # to come back with `pane attach`
+        from signaltty.cli.attach import attach
+
+        code = attach(cl.path, r["pane"]["id"])
+        _out(args, out, f"{r['pane']['id']}  (workspace {ws['handle']})")
+        return code
     return _out(args, out, f"{r['pane']['id']}  (workspace {ws['handle']})")
 
 
@@ -563,7 +672,10 @@ def _workspace(args: argparse.Namespace, cl: Client) -> int:
         return _out(args, r, "\n".join(render.workspace_line(w) for w in r["workspaces"]) or "(no workspaces)")
     if sub == "get":
         r = cl.call("workspace.get", {"workspace_id": args.id})
-        human = "\n".join([render.workspace_line(r["workspace"])] + ["  " + render.pane_line(p) for p in r["panes"]])
+        if args.json:
+            return _out(args, r)
+        short = _short_ids(cl)
+        human = "\n".join([render.workspace_line(r["workspace"])] + ["  " + render.pane_line(p, short) for p in r["panes"]])
         return _out(args, r, human)
     if sub == "rename":
         r = cl.call("workspace.rename", {"workspace_id": args.id, "name": args.name})
@@ -592,6 +704,7 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
                 "relationship": args.relationship,
                 "cols": args.cols,
                 "rows": args.rows,
+                "env": _env_param(args),
             },
         )
         return _out(args, r, r["pane"]["id"])
@@ -599,18 +712,32 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
         argv = _split_tail(args)
         r = cl.call(
             "pane.split",
-            {"pane_id": args.id, "argv": argv, "agent": args.agent, **_launch_params(args), "cwd": args.cwd, "label": args.label},
+            {
+                "pane_id": args.id,
+                "argv": argv,
+                "agent": args.agent,
+                **_launch_params(args),
+                "cwd": args.cwd,
+                "label": args.label,
+                "env": _env_param(args),
+            },
         )
         return _out(args, r, r["pane"]["id"])
     if sub == "list":
         r = cl.call("pane.list", {"workspace_id": args.workspace, "live": args.live})
-        return _out(args, r, "\n".join(render.pane_line(p) for p in r["panes"]) or "(no panes)")
+        if args.json:
+            return _out(args, r)
+        short = _short_ids(cl, None if args.workspace or args.live is not None else r["panes"])
+        return _out(args, r, "\n".join(render.pane_line(p, short) for p in r["panes"]) or "(no panes)")
     if sub == "get":
         r = cl.call("pane.get", {"pane_id": args.id})
         return _out(args, r, render.pane_detail(r))
     if sub == "input":
-        data = sys.stdin.buffer.read() if args.stdin else args.data.encode()
-        r = cl.call("pane.input", {"pane_id": args.id, "data_b64": base64.b64encode(data).decode()})
+        if not (args.stdin or args.data is not None or args.keys):
+            raise CliError("pane input: give --data, --stdin or --keys", 2)
+        keys = _encode_keys(args.keys or [])  # before reading stdin: a bad name loses nothing
+        data = sys.stdin.buffer.read() if args.stdin else (args.data or "").encode()
+        r = cl.call("pane.input", {"pane_id": args.id, "data_b64": base64.b64encode(data + keys).decode()})
         return _out(args, r, "")
     if sub == "resize":
         r = cl.call("pane.resize", {"pane_id": args.id, "cols": args.cols, "rows": args.rows})
@@ -625,7 +752,14 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
         r = cl.call("pane.read", params)
         if args.json:
             return _out(args, r)
-        sys.stdout.write(r["text"] + ("" if r["text"].endswith("\n") or not r["text"] else "\n"))
+        # the pane's text is sanitized; --raw keeps escape sequences, shown (\x1b…) rather
+        # than acted on when stdout is a terminal
+        text = r["text"]
+        if not args.raw:
+            text = render.block(text)
+        elif sys.stdout.isatty():
+            text = render.visible(text)
+        sys.stdout.write(text + ("" if text.endswith("\n") or not text else "\n"))
         return 0
     if sub == "wait-output":
         r = cl.call(
@@ -667,15 +801,42 @@ def _permission(args: argparse.Namespace, cl: Client) -> int:
     """``permission list|answer`` (integrations.md §4.3)."""
     if args.sub == "list":
         r = cl.call("permission.list", {"pane_id": args.pane})
-        lines = [
-            f"{x['decision_id']}  {x['pane_id']}  {x['agent']}  {x.get('tool_name') or '-'}  "
-            f"{'answerable' if x['answerable'] else 'read-only'}  {(x['prompt'].splitlines() or [''])[0]}"
-            for x in r["permissions"]
-        ]
+        lines = [render.permission_line(x) for x in r["permissions"]]  # with what is approved
         return _out(args, r, "\n".join(lines) or "no pending permissions")
-    key = "pane_id" if args.target.startswith("pane_") else "decision_id"
-    r = cl.call("decision.answer", {key: args.target, "verdict": args.verdict})
+    params: dict[str, Any] = {"verdict": args.verdict}
+    if args.target.startswith("pane_"):
+        # either may be a short id (a prefix of the other)
+        if args.pane and not (args.pane.startswith(args.target) or args.target.startswith(args.pane)):
+            raise CliError("--pane names another pane than the target", 2)
+        params["pane_id"] = args.target
+    else:
+        params["decision_id"] = args.target
+        if args.pane:
+            params["pane_id"] = args.pane
+    try:
+        r = cl.call("decision.answer", params)
+    except SignalttyError as exc:
+        if exc.code == "AMBIGUOUS":
+            raise CliError(_ambiguous(exc, args.verdict)) from None
+        raise
     return _out(args, r, f"answered {r['decision_id']} with {r['option_id']}")
+
+
+def _ambiguous(exc: SignalttyError, verdict: str | None) -> str:
+    """The ``AMBIGUOUS`` error as advice: which panes, and the command naming one."""
+    from signaltty.core.sanitize import sanitize_text
+
+    details = exc.details if isinstance(exc.details, dict) else {}
+    panes = [sanitize_text(str(x), 64) for x in details.get("pane_ids") or [] if x]
+    decision = sanitize_text(str(details.get("decision_id") or "?"), 128)
+    if not panes or details.get("decision_id") is None:  # a short pane id matching several
+        return f"server error AMBIGUOUS: {sanitize_text(exc.message, 500)}"
+    lines = [f"decision {decision} is pending on {len(panes)} panes: {', '.join(panes)}"]
+    if verdict is not None:
+        lines += [f"name the pane: signaltty permission answer {decision} {verdict} --pane {p}" for p in panes]
+    else:
+        lines.append("name the pane with --pane")
+    return "\n".join(lines)
 
 
 def _subscribe(args: argparse.Namespace, cl: Client) -> int:
@@ -690,7 +851,7 @@ def _subscribe(args: argparse.Namespace, cl: Client) -> int:
         ev = cl.next_event()
         if ev is None:
             return 0
-        print(render.dumps(ev) if args.json else render.event_line(ev), flush=True)
+        print(render.dumps(ev) if args.json else render.event_line(ev, time.strftime("%H:%M:%S")), flush=True)
 
 
 def _wait(args: argparse.Namespace, cl: Client) -> int:

@@ -1,105 +1,279 @@
-"""Human-readable output for CLI results (pure formatting; the CLI prints it)."""
+"""Human-readable output for CLI results (pure formatting; the CLI prints it).
+
+Every string from the daemon may come from a pane, a hook payload or a manifest, so it is
+printed through the terminal sanitizer (agents.md §7.7; issue 10 §7): a field of a line
+through :func:`clean` (one line, no escape sequence, control or invisible character),
+multi-line text through :func:`block`, JSON through :func:`dumps` (which escapes what a
+terminal would act on while decoding to the same value).
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, Final
+
+from signaltty.core.sanitize import UNSAFE_IN_JSON, cut, escape_json_unsafe, for_terminal
+
+SUBJECT_MAX: Final = 120  # `permission list`: characters of the command or file shown
+# tool_input keys that name what a permission approves, most telling first
+SUBJECT_KEYS: Final = ("command", "cmd", "file_path", "notebook_path", "path", "url", "pattern", "query")
+_VISIBLE: Final = re.compile("[\x00-\x08\x0b-\x1f]|" + UNSAFE_IN_JSON.pattern)
 
 
 def dumps(obj: Any) -> str:
-    """Compact-but-readable JSON for ``--json`` output (one object per line)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    """Compact-but-readable JSON for ``--json`` output (one object per line); code points a
+    terminal would act on (C1 controls, bidi and invisible characters) are ``\\u`` escapes."""
+    return escape_json_unsafe(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
 
 
-def pane_line(p: dict[str, Any]) -> str:
-    """One pane: id, lifecycle/attention, live state, title, label."""
+def clean(value: Any) -> str:
+    """One field of an output line, safe for a terminal and never a line break (§7.7)."""
+    return for_terminal(str(value))
+
+
+def block(text: str) -> str:
+    """Multi-line text (a pane's lines) safe for a terminal; indentation and tabs kept."""
+    return for_terminal(text, multiline=True)
+
+
+def visible(text: str) -> str:
+    """Text with escape sequences and controls shown, not acted on (``ESC`` → ``\\x1b``):
+    ``pane read --raw`` on a terminal. Line breaks and tabs stay."""
+
+    def esc(m: re.Match[str]) -> str:
+        cp = ord(m.group())
+        return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
+
+    return _VISIBLE.sub(esc, text)
+
+
+def pane_line(p: dict[str, Any], short: dict[str, str] | None = None) -> str:
+    """One pane: id (its short form from ``short``, core/ids.py ``short_ids``, when given),
+    lifecycle/attention, live state, title, label."""
     live = p.get("live") or {}
     code = live.get("code")
-    state = "live" if live.get("state") == "live" else ("exited" if code is None else f"exited({code})")
-    label = f" [{p['label']}]" if p.get("label") else ""
-    msg = f" — {p['last_message']}" if p.get("last_message") else ""
+    state = "live" if live.get("state") == "live" else ("exited" if code is None else f"exited({clean(code)})")
+    label = f" [{clean(p['label'])}]" if p.get("label") else ""
+    msg = f" — {clean(p['last_message'])}" if p.get("last_message") else ""
     return (
-        f"{p['id']}  {p['lifecycle']}/{p['attention']}  {state:<11} {p.get('restore_state', '')} "
-        f"{p.get('title', '')}{label}{msg}"
+        f"{clean((short or {}).get(p['id'], p['id']))}  {clean(p['lifecycle'])}/{clean(p['attention'])}  {state:<11} "
+        f"{clean(p.get('restore_state', ''))} {clean(p.get('title', ''))}{label}{msg}"
     )
 
 
 def workspace_line(w: dict[str, Any]) -> str:
     n = len(w.get("pane_ids") or [])
     panes = f"{n} pane" + ("" if n == 1 else "s")
-    return f"{w['id']}  handle {w['handle']:<20} name {w['name']!r}  {panes}  {w['cwd']}"
+    return (
+        f"{clean(w['id'])}  handle {clean(w['handle']):<20} name {clean(repr(w['name']))}  "
+        f"{panes}  {clean(w['cwd'])}"
+    )
 
 
 def status(r: dict[str, Any]) -> str:
     lines = [
-        f"signaltty {r['version']} ({r['protocol']}) pid {r['pid']}, up {r['uptime_s']:.0f} s",
-        f"socket     {r['socket']}",
-        f"state dir  {r['state_dir']}",
+        f"signaltty {clean(r['version'])} ({clean(r['protocol'])}) pid {r['pid']}, up {r['uptime_s']:.0f} s",
+        f"socket     {clean(r['socket'])}",
+        f"state dir  {clean(r['state_dir'])}",
         f"workspaces {r['workspaces']}, panes {r['panes']} ({r['live_panes']} live), seq {r['seq']}",
     ]
     if r.get("config_error"):
-        lines.append(f"config error: {r['config_error']}")
+        lines.append(f"config error: {clean(r['config_error'])}")
     return "\n".join(lines)
 
 
 def pane_detail(r: dict[str, Any]) -> str:
     p = r["pane"]
     agent = p.get("agent") or {}
+    argv = " ".join(clean(a) for a in p.get("argv") or [])
     lines = [
         pane_line(p),
-        f"  workspace {p['workspace_id']}  kind {agent.get('kind')}  argv {' '.join(p.get('argv') or [])}",
-        f"  cwd {p['cwd']}  size {p['pty_size']['cols']}x{p['pty_size']['rows']}",
+        f"  workspace {clean(p['workspace_id'])}  kind {clean(agent.get('kind'))}  argv {argv}",
+        f"  cwd {clean(p['cwd'])}  size {p['pty_size']['cols']}x{p['pty_size']['rows']}",
     ]
     dec = p.get("pending_decision")
     if dec:
         lines.append("  pending decision:")
-        lines += ["    " + line for line in str(dec.get("prompt", "")).splitlines()]
+        lines += ["    " + clean(line) for line in str(dec.get("prompt", "")).splitlines()]
         if dec.get("answerable"):
-            lines += [f"    {o['id']} — {o['label']}" for o in dec.get("options") or []]
+            lines += [f"    {clean(o['id'])} — {clean(o['label'])}" for o in dec.get("options") or []]
         else:
             lines.append("    (read-only: answer in the terminal)")
     return "\n".join(lines)
 
 
-def attention_line(a: dict[str, Any]) -> str:
-    label = f" [{a['label']}]" if a.get("label") else ""
-    msg = f" — {a['last_message']}" if a.get("last_message") else ""
-    return f"{a['attention']:<19} {a['pane_id']}  {a['lifecycle']:<8} {a.get('title', '')}{label}{msg}"
+def permission_subject(prompt: str) -> str:
+    """What a permission approves, in one line: the command, file, URL… of its tool input.
+
+    A native prompt is ``Allow <tool>?`` followed by the tool input as JSON
+    (agents/permission.py ``native_prompt``); its first string under :data:`SUBJECT_KEYS`
+    is taken (a list command is joined with spaces), else the compact JSON. Any other
+    prompt gives its first non-blank line after the first (a tool input cut short by the
+    prompt's size limit: all of it on one line). Only the first line of the
+    value is shown, with ``(+N lines)`` when more follow, sanitized and cut to
+    :data:`SUBJECT_MAX` characters — so ``echo ok\\ncurl … | sh`` reads ``echo ok (+1
+    lines)``, never just ``echo ok``.
+
+    Args:
+        prompt: the decision's prompt (untrusted).
+
+    Returns:
+        The subject, or ``""`` when the prompt has nothing after its question.
+
+    Spec: issue 13 §8 (``permission list`` shows what you approve).
+    """
+    _question, _, rest = prompt.partition("\n")
+    value: str | None = None
+    try:
+        data = json.loads(rest)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        for key in SUBJECT_KEYS:
+            v = data.get(key)
+            if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+                v = " ".join(v)
+            if isinstance(v, str) and v.strip():
+                value = v
+                break
+        else:
+            value = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if data else None
+    elif rest.lstrip().startswith("{"):  # tool input cut at the prompt's 8 KiB: one line
+        return cut(" ".join(clean(rest).split()), SUBJECT_MAX)
+    elif rest.strip():
+        value = rest
+    if value is None:
+        return ""
+    lines = [line for line in value.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    first = " ".join(clean(lines[0]).split())
+    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    return cut(first, SUBJECT_MAX - len(more)) + more if first else more.strip()
 
 
-def event_line(ev: dict[str, Any]) -> str:
+def permission_line(x: dict[str, Any]) -> str:
+    """``permission list``: ids, agent, tool, answerable, and what is approved."""
+    subject = permission_subject(str(x.get("prompt") or ""))
+    return (
+        f"{clean(x['decision_id'])}  {clean(x['pane_id'])}  {clean(x['agent'])}  "
+        f"{clean(x.get('tool_name') or '-')}  {'answerable' if x['answerable'] else 'read-only'}  "
+        f"{subject or clean((str(x.get('prompt') or '').splitlines() or [''])[0])}"
+    ).rstrip()
+
+
+def attention_line(a: dict[str, Any], short: dict[str, str] | None = None) -> str:
+    """One pane needing you: attention, id (short form from ``short`` when given), lifecycle, title."""
+    label = f" [{clean(a['label'])}]" if a.get("label") else ""
+    msg = f" — {clean(a['last_message'])}" if a.get("last_message") else ""
+    return (
+        f"{clean(a['attention']):<19} {clean((short or {}).get(a['pane_id'], a['pane_id']))}  {clean(a['lifecycle']):<8} "
+        f"{clean(a.get('title', ''))}{label}{msg}"
+    )
+
+
+EVENT_WIDTH: Final = 20  # the longest event names (notification.created, server.will_shutdown)
+PANE_WIDTH: Final = len("pane_") + 8  # the column shows ids cut to this width (core/ids.py)
+SUMMARY_MAX: Final = 160
+
+
+def event_line(ev: dict[str, Any], at: str = "") -> str:
+    """``subscribe`` plain output: one aligned line per event (issue 13 item 9).
+
+    Columns: ``at`` (the time the client received it, ``HH:MM:SS``), seq (right-aligned,
+    ``-`` for events without one), event name, pane (the first 13 characters of its id:
+    ``pane_`` plus 8 hex digits, or ``-``), and a summary of the payload
+    (:func:`event_summary`). Every field is sanitized; the summary is cut to
+    :data:`SUMMARY_MAX` characters.
+    """
     payload = ev.get("payload") or {}
-    pane = payload.get("pane_id") or (payload.get("pane") or {}).get("id") or ""
-    rest = {k: v for k, v in payload.items() if k not in ("pane_id", "pane", "workspace")}
-    return f"{ev.get('seq', '-'):>6} {ev['event']:<22} {pane} {dumps(rest) if rest else ''}".rstrip()
+    pane = "-"
+    if isinstance(payload, dict):
+        for holder, key in ((payload, "pane_id"), (payload.get("pane"), "id"), (payload.get("notification"), "pane_id")):
+            if isinstance(holder, dict) and holder.get(key):
+                pane = holder[key]
+                break
+    seq = ev.get("seq")
+    return (
+        f"{clean(at):<8} {clean('-' if seq is None else seq):>6}  {clean(ev.get('event', '?')):<{EVENT_WIDTH}}  "
+        f"{clean(str(pane)[:PANE_WIDTH]):<{PANE_WIDTH}}  {cut(clean(event_summary(ev)), SUMMARY_MAX)}"
+    ).rstrip()
+
+
+def event_summary(ev: dict[str, Any]) -> str:
+    """What an event says, in a few words (raw values; :func:`event_line` sanitizes)."""
+    name = str(ev.get("event") or "")
+    p = ev.get("payload") or {}
+    if not isinstance(p, dict):
+        return ""
+    if name.startswith("agent."):
+        return f"{p.get('prev')} → {p.get('lifecycle')} ({p.get('source')})"
+    if name in ("attention.created", "attention.updated"):
+        return f"{p.get('prev')} → {p.get('attention')} ({p.get('cause')}, {p.get('source')})"
+    if name == "attention.cleared":
+        return f"{p.get('prev')} → none ({p.get('reason')})"
+    if name == "notification.created":
+        n = p.get("notification") or {}
+        body = str(n.get("body") or "").strip().splitlines()
+        return f"[{n.get('severity')}] {n.get('title')}" + (f": {body[0]}" if body else "")
+    if name == "decision.created":
+        d = p.get("decision") or {}
+        return f"{d.get('id')}: {(str(d.get('prompt') or '').splitlines() or [''])[0]}"
+    if name == "decision.answered":
+        return f"{p.get('decision_id')} → {p.get('option_id')}"
+    if name == "decision.cleared":
+        return f"{p.get('decision_id')} ({p.get('reason')})"
+    if name == "pane.exited":
+        return f"code {p.get('code')}"
+    pane = p.get("pane")
+    if isinstance(pane, dict):
+        if name == "pane.updated":
+            changed = [str(c) for c in p.get("changed") or []]
+            agent = pane.get("agent") if isinstance(pane.get("agent"), dict) else {}
+            return ", ".join(f"{c}: {pane[c] if c in pane else agent.get(c)}" for c in changed)
+        if name == "pane.resized":
+            size = pane.get("pty_size") or {}
+            return f"{size.get('cols')}x{size.get('rows')}"
+        argv = pane.get("argv") or []
+        return " ".join(str(a) for a in argv) if isinstance(argv, list) else ""
+    ws = p.get("workspace")
+    if isinstance(ws, dict):
+        return f"{ws.get('handle')} ({ws.get('name')})"
+    if name == "pane.progress":
+        prog = p.get("osc_progress") or {}
+        return f"{prog.get('state')} {prog.get('percent') if prog.get('percent') is not None else ''}".strip()
+    rest = {k: v for k, v in p.items() if k not in ("pane_id", "pane", "workspace")}
+    return dumps(rest) if rest else ""
 
 
 def explain(r: dict[str, Any]) -> str:
     """``pane explain`` as text: one header block, then one line per rule (winner marked)."""
     matched = r.get("matched") or {}
     lines = [
-        f"pane {r['pane_id']}  kind {r['kind']}"
-        + (f"  catalog {r['catalog_id']}" if r.get("catalog_id") else "")
-        + f"  process {r.get('process') or '-'}  {'live' if r['live'] else 'not live'}",
-        f"authority {r['authority']}  hooked {str(r['hooked']).lower()}  "
-        f"screen rules {'classify' if r['classifies'] else 'do not classify'}  (rules from {r['source']})",
-        f"winner: {matched['id']} ({matched['state']}, #{matched['index']})" if matched else "winner: none",
+        f"pane {clean(r['pane_id'])}  kind {clean(r['kind'])}"
+        + (f"  catalog {clean(r['catalog_id'])}" if r.get("catalog_id") else "")
+        + f"  process {clean(r.get('process') or '-')}  {'live' if r['live'] else 'not live'}",
+        f"authority {clean(r['authority'])}  hooked {str(r['hooked']).lower()}  "
+        f"screen rules {'classify' if r['classifies'] else 'do not classify'}  (rules from {clean(r['source'])})",
+        f"winner: {clean(matched['id'])} ({clean(matched['state'])}, #{matched['index']})" if matched else "winner: none",
     ]
     for i, rule in enumerate(r.get("rules") or []):
         mark = "*" if matched and matched.get("index") == i else ("+" if rule["matched"] else " ")
         lines.append(
-            f" {mark} {i:>2} {rule['id']:<28} {rule['state']:<8} {rule['priority']:>6}  {rule['region']}"
+            f" {mark} {i:>2} {clean(rule['id']):<28} {clean(rule['state']):<8} {clean(rule['priority']):>6}  "
+            f"{clean(rule['region'])}"
         )
     if r.get("osc_progress"):
-        lines.append(f"osc progress: {r['osc_progress'].get('raw')}")
+        lines.append(f"osc progress: {clean(r['osc_progress'].get('raw'))}")
     ps = r.get("program_status")
     if ps:
-        lines.append(f"program status: {ps.get('state') or '-'} ({len(ps.get('children') or [])} child records)")
+        lines.append(f"program status: {clean(ps.get('state') or '-')} ({len(ps.get('children') or [])} child records)")
     rec = r.get("recovery")
     if rec:
         lines.append(
             "recovery: "
             + ("armed" if rec["armed"] else "disabled")
-            + (f", evidence since {rec['since']}, fires in {rec['fires_in_s']} s" if rec["evidence"] else ", no evidence")
+            + (f", evidence since {clean(rec['since'])}, fires in {clean(rec['fires_in_s'])} s" if rec["evidence"] else ", no evidence")
         )
     return "\n".join(lines)

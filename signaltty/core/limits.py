@@ -30,11 +30,25 @@ EVENT_RING: Final = 4096
 CONN_QUEUE_EVENTS: Final = 4096
 CONN_QUEUE_BYTES: Final = 8 * 1024 * 1024
 MAX_CONNECTIONS: Final = 256
+# issue 10 §10 (bounded resources): all connections' outbound queues together (default of
+# config ``server.outbound_total_mib``); over it the connection with the largest backlog is
+# closed. Bytes handed to one connection's transport before waiting for it to drain.
+OUTBOUND_TOTAL_BYTES_DEFAULT: Final = 64 * 1024 * 1024
+CONN_TRANSPORT_BYTES: Final = 256 * 1024
+# issue 10 §10: a connection with no complete request for this long, no subscription, no
+# attachment and no call in flight is closed (default of config ``server.idle_timeout_s``).
+IDLE_TIMEOUT_DEFAULT_S: Final = 30.0
 MAX_LIVE_PANES: Final = 512
 # protocol.md §9: waits.
 WAIT_TIMEOUT_DEFAULT_S: Final = 3600.0
 WAIT_OUTPUT_TIMEOUT_DEFAULT_S: Final = 30.0
 WAIT_OUTPUT_TIMEOUT_MAX_S: Final = 3600.0
+# issue 10 §10: a ``pane.wait_for_output`` regex: one line's search, and the matching time of
+# one call (default of config ``server.wait_regex_budget_s``), which grows by this share of
+# the call's elapsed time so that a long wait on a busy pane is not cut off.
+WAIT_REGEX_SEARCH_S: Final = 0.05
+WAIT_REGEX_BUDGET_DEFAULT_S: Final = 2.0
+WAIT_REGEX_SHARE: Final = 0.05
 # protocol.md §4: PTY size clamps and default.
 COLS_MIN: Final = 20
 COLS_MAX: Final = 500
@@ -49,3 +63,5 @@ PTY_READ_BYTES: Final = 64 * 1024
 SCREEN_SLICE_BYTES: Final = 16 * 1024
 # desktop-and-service.md §8.1: tail file size (bytes, counting line length + 1).
 TAIL_FILE_BYTES: Final = 64 * 1024
+# issue 13 item 9: variables one pane.spawn/pane.split request may set (`new -e`).
+MAX_REQUEST_ENV: Final = 256

@@ -217,13 +217,22 @@ def _updated(pane: Pane, *changed: str) -> Emit:
 # ---------------------------------------------------------------- stimuli
 
 
-def on_notification(pane: Pane | None, note: NotificationInput, *, now: float) -> list[Effect]:
+def on_notification(
+    pane: Pane | None, note: NotificationInput, *, now: float, watched: bool = False
+) -> list[Effect]:
     """Apply ``notify``, an OSC 9/99/777 notification or a hook notification (states.md §3.2).
 
     With a pane: Notification record, attention raised per severity (info → unread),
     ``last_message`` set, alert ``message``/``warning``/``error``; lifecycle untouched.
     Without a pane: the record and a pane-less alert only.
+
+    ``watched``: a person is attached to the pane (the caller passes it for the pane's own
+    OSC notifications). An ``info`` one is then read as it arrives: the record is created
+    read and attention is not raised to ``unread``; the alert is still returned (the
+    desktop policy has its own rule for attached panes). Issue 13 item 9.
     """
+    target = SEVERITY_ATTENTION.get(note.severity, Attention.UNREAD)
+    seen_now = watched and pane is not None and target == Attention.UNREAD
     record = Notification(
         id=note.id,
         title=note.title or "",
@@ -233,6 +242,7 @@ def on_notification(pane: Pane | None, note: NotificationInput, *, now: float) -
         created_at=now,
         pane_id=pane.id if pane else None,
         workspace_id=pane.workspace_id if pane else note.workspace_id,
+        read_at=now if seen_now else None,
     )
     effects: list[Effect] = [AddNotification(record)]
     cause = SEVERITY_CAUSE.get(note.severity, "message")
@@ -244,9 +254,12 @@ def on_notification(pane: Pane | None, note: NotificationInput, *, now: float) -
         pane.last_message = message
         effects.append(MarkDirty())
     alert = Alert(pane.id, cause, note.severity, note.title, note.body)
+    if seen_now:
+        effects.append(alert)
+        return effects
     effects += raise_attention(
         pane,
-        SEVERITY_ATTENTION.get(note.severity, Attention.UNREAD),
+        target,
         note.attention_source,
         cause,
         now=now,
@@ -255,8 +268,13 @@ def on_notification(pane: Pane | None, note: NotificationInput, *, now: float) -
     return effects
 
 
-def on_bell(pane: Pane, *, now: float) -> list[Effect]:
-    """A BEL in ground state raises ``unread`` with alert ``bell`` (states.md §3.2 N5)."""
+def on_bell(pane: Pane, *, now: float, watched: bool = False) -> list[Effect]:
+    """A BEL in ground state raises ``unread`` with alert ``bell`` (states.md §3.2 N5).
+
+    ``watched`` (a person is attached): the alert only, attention untouched (issue 13 item 9).
+    """
+    if watched:
+        return [Alert(pane.id, "bell", "info")]
     return raise_attention(pane, Attention.UNREAD, "bell", "bell", now=now)
 
 
@@ -289,12 +307,17 @@ def on_progress(pane: Pane, progress: dict[str, Any]) -> list[Effect]:
     return [Emit("pane.progress", {"pane_id": pane.id, "osc_progress": progress})]
 
 
-def on_exit(pane: Pane, code: int | None, *, now: float, shutting_down: bool) -> list[Effect]:
+def on_exit(
+    pane: Pane, code: int | None, *, now: float, shutting_down: bool, watched: bool = False
+) -> list[Effect]:
     """Process exit, once per process instance (states.md §3.5, table §9.3).
 
     Args:
         code: exit status, ``128 + N`` for a signal N, ``None`` when unknown.
         shutting_down: exits during shutdown are not applied (E10).
+        watched: a person is attached and sees the exit: lifecycle and the clearing of a
+            requirement apply as usual, but no ``unread`` is raised, only the ``exit``
+            alert (issue 13 item 9).
     """
     if pane.exit_applied or shutting_down or not pane.live:
         return []
@@ -317,7 +340,9 @@ def on_exit(pane: Pane, code: int | None, *, now: float, shutting_down: bool) ->
     if pane.attention in (Attention.INPUT_REQUIRED, Attention.PERMISSION_REQUIRED):
         effects += clear_attention(pane, "pane_exited")
     effects += clear_decision(pane, "pane_exited")
-    if not reviewed:
+    if not reviewed and watched:
+        effects.append(Alert(pane.id, "exit", "info"))
+    elif not reviewed:
         effects += raise_attention(pane, Attention.UNREAD, "exit", "exit", now=now)
     pane.program_status = None
     pane.osc_progress = None

@@ -48,11 +48,19 @@ _INVISIBLE_RANGES: Final = (
 _LINE_BREAKS: Final = "\n\x0b\x0c\r\x85\u2028\u2029"
 
 
+_CONTROLS: Final = (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0))
+
+
 def _table(*, multiline: bool) -> dict[int, str | None]:
-    """Build a ``str.translate`` table: controls and invisible characters → kept/space/None."""
+    """Build a ``str.translate`` table: controls and invisible characters → kept/space/None.
+
+    One-line text (titles) gets a space for every C0/C1 control, so ``a\x01b`` reads
+    ``a b``, not ``ab`` (agents.md §7.7 "titles: replaced by a space"); multi-line text drops
+    them except ``\n`` and ``\t``. Invisible format characters are always dropped.
+    """
     table: dict[int, str | None] = {}
-    for cp in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]:
-        table[cp] = None
+    for cp in _CONTROLS:
+        table[cp] = None if multiline else " "
     for lo, hi in _INVISIBLE_RANGES:
         for cp in range(lo, hi + 1):
             table[cp] = None
@@ -71,6 +79,15 @@ def _table(*, multiline: bool) -> dict[int, str | None]:
 
 _ONE_LINE: Final = _table(multiline=False)
 _MULTI_LINE: Final = _table(multiline=True)
+
+# Code points a JSON encoder without ``ensure_ascii`` leaves raw although a terminal may act
+# on them or hide text with them: DEL, C1 controls, line/paragraph separators, the invisible
+# format characters above and lone surrogates (json.dumps already escapes C0 itself).
+UNSAFE_IN_JSON: Final = re.compile(
+    "[\x7f-\x9f\u2028\u2029"
+    + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _INVISIBLE_RANGES)
+    + "]"
+)
 
 
 def strip_ansi(text: str) -> str:
@@ -140,3 +157,55 @@ def sanitize_text(text: str, limit: int, *, multiline: bool = False) -> str:
         text = strip_ansi(text).translate(_MULTI_LINE if multiline else _ONE_LINE)
     text = text.strip() if multiline else " ".join(text.split())
     return cut(text, limit)
+
+
+def for_terminal(text: str, *, multiline: bool = False) -> str:
+    """Make untrusted text safe to print on a terminal, changing nothing else.
+
+    Like :func:`sanitize_text` without trimming, collapsing or capping, so a pane's lines
+    keep their indentation: escape sequences, C0/C1 controls and invisible format
+    characters are removed; ``multiline`` keeps ``\\n`` and ``\\t`` (``\\r`` is dropped),
+    one-line text gets a space for every control and line break (a field in a table row
+    can never start a new row).
+
+    Args:
+        text: decoded, untrusted text (pane output, payload values, manifest strings).
+        multiline: keep line breaks and tabs.
+
+    Returns:
+        The text without anything a terminal would act on or that hides other text.
+
+    Raises:
+        Nothing.
+
+    Spec: agents.md §7.7; issue 10 §7 (every CLI output of text from panes, payloads or
+    manifests goes through the sanitizer).
+    """
+    if text.isprintable():
+        return text
+    return strip_ansi(text).translate(_MULTI_LINE if multiline else _ONE_LINE)
+
+
+def escape_json_unsafe(encoded: str) -> str:
+    """Escape, inside already-encoded JSON text, the code points of :data:`UNSAFE_IN_JSON`.
+
+    The result decodes to the same value (``\\\\uXXXX`` escapes, surrogate pairs above the
+    BMP) but prints nothing a terminal acts on or hides text with.
+
+    Args:
+        encoded: output of ``json.dumps(..., ensure_ascii=False)``.
+
+    Returns:
+        The same JSON with those code points escaped.
+
+    Spec: issue 10 §7 (``--json`` output of payload text on a terminal).
+    """
+
+    def esc(m: re.Match[str]) -> str:
+        cp = ord(m.group())
+        if cp > 0xFFFF:
+            cp -= 0x10000
+            return f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}"
+        return f"\\u{cp:04x}"
+
+    return UNSAFE_IN_JSON.sub(esc, encoded)

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import stat
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -59,16 +60,30 @@ RECONNECT_MAX_S: Final = 30.0
 PROPS_COALESCE_S: Final = 0.25  # §7.3: at most one PropertiesChanged per 250 ms
 MAX_WRITE_BUFFER: Final = 8 * 1024 * 1024  # signals are dropped above this (slow bus)
 
-# name → (in signature, out signature); the order of §7.5.
+_Args = list[tuple[str, str]]  # (name, D-Bus type) per argument
+
+# name → (in arguments, out arguments); the order of §7.5. Out arguments are named too, so
+# gdbus/busctl/d-feet show what each value is (issue 13 item 12; docs/desktop.md tables).
+METHOD_ARGS: Final[dict[str, tuple[_Args, _Args]]] = {
+    "Status": ([], [("status", "a{sv}")]),
+    "ListPanes": ([], [("panes", "a(sssssss)")]),
+    "GetPane": ([("pane_id", "s")], [("pane_json", "s")]),
+    "ListPermissions": ([], [("permissions", "a(ssssssbx)")]),
+    "AnswerPermission": (
+        [("target", "s"), ("verdict", "s")],
+        [("lifecycle", "s"), ("attention", "s")],
+    ),
+    "MarkSeen": ([("pane_id", "s")], [("attention", "s")]),
+    "FocusNextUnread": ([], [("pane_id", "s")]),
+    "Notify": (
+        [("pane_id", "s"), ("title", "s"), ("body", "s"), ("severity", "s")],
+        [("notification_id", "s")],
+    ),
+}
+# name → (in signature, out signature)
 METHODS: Final[dict[str, tuple[str, str]]] = {
-    "Status": ("", "a{sv}"),
-    "ListPanes": ("", "a(sssssss)"),
-    "GetPane": ("s", "s"),
-    "ListPermissions": ("", "a(ssssssbx)"),
-    "AnswerPermission": ("ss", "ss"),
-    "MarkSeen": ("s", "s"),
-    "FocusNextUnread": ("", "s"),
-    "Notify": ("ssss", "s"),
+    name: ("".join(t for _, t in ins), "".join(t for _, t in outs))
+    for name, (ins, outs) in METHOD_ARGS.items()
 }
 
 _SIGNAL_ARGS: Final[dict[str, list[tuple[str, str]]]] = {
@@ -102,6 +117,11 @@ _PROPS: Final = (
     "AttentionPanes",
 )
 _PROP_TYPES: Final = {"Version": "s", "Protocol": "s", "SocketPath": "s"}  # others: u
+# Fixed for the daemon's life: no PropertiesChanged is ever sent for them, and the
+# introspection says so (org.freedesktop.DBus.Property.EmitsChangedSignal = const), so
+# proxies (GDBus, sd-bus, Qt) cache them instead of waiting for a change signal.
+CONST_PROPS: Final = frozenset({"Version", "Protocol", "SocketPath"})
+_EMITS: Final = "org.freedesktop.DBus.Property.EmitsChangedSignal"
 
 _STANDARD_XML: Final = """  <interface name="org.freedesktop.DBus.Introspectable">
     <method name="Introspect"><arg name="xml_data" direction="out" type="s"/></method>
@@ -120,35 +140,27 @@ _STANDARD_XML: Final = """  <interface name="org.freedesktop.DBus.Introspectable
 
 
 def introspection_xml() -> str:
-    """The XML of §7.5 (signal arguments named as in §7.2) plus the standard interfaces."""
+    """The XML of §7.5 with every argument named (methods: :data:`METHOD_ARGS`, signals as
+    in §7.2), constant properties annotated, plus the standard interfaces."""
     lines = [
         '<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"',
         ' "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">',
         f'<node name="{OBJECT_PATH}">',
         f'  <interface name="{INTERFACE}">',
-        '    <method name="Status"><arg direction="out" type="a{sv}"/></method>',
-        '    <method name="ListPanes"><arg direction="out" type="a(sssssss)"/></method>',
-        '    <method name="GetPane"><arg name="pane_id" direction="in" type="s"/><arg direction="out" type="s"/></method>',
-        '    <method name="ListPermissions"><arg direction="out" type="a(ssssssbx)"/></method>',
-        '    <method name="AnswerPermission">',
-        '      <arg name="target" direction="in" type="s"/><arg name="verdict" direction="in" type="s"/>',
-        '      <arg name="lifecycle" direction="out" type="s"/><arg name="attention" direction="out" type="s"/>',
-        "    </method>",
-        '    <method name="MarkSeen"><arg name="pane_id" direction="in" type="s"/><arg direction="out" type="s"/></method>',
-        '    <method name="FocusNextUnread"><arg direction="out" type="s"/></method>',
-        '    <method name="Notify">',
-        '      <arg name="pane_id" direction="in" type="s"/><arg name="title" direction="in" type="s"/>',
-        '      <arg name="body" direction="in" type="s"/><arg name="severity" direction="in" type="s"/>',
-        '      <arg direction="out" type="s"/>',
-        "    </method>",
     ]
-    for name, args in _SIGNAL_ARGS.items():
-        inner = "".join(f'<arg name="{n}" type="{t}"/>' for n, t in args)
+    for name, (ins, outs) in METHOD_ARGS.items():
+        args = [(n, t, "in") for n, t in ins] + [(n, t, "out") for n, t in outs]
+        inner = "".join(f'<arg name="{n}" direction="{d}" type="{t}"/>' for n, t, d in args)
+        lines.append(f'    <method name="{name}">{inner}</method>')
+    for name, sargs in _SIGNAL_ARGS.items():
+        inner = "".join(f'<arg name="{n}" type="{t}"/>' for n, t in sargs)
         lines.append(f'    <signal name="{name}">{inner}</signal>')
     for prop in _PROPS:
-        lines.append(
-            f'    <property name="{prop}" type="{_PROP_TYPES.get(prop, "u")}" access="read"/>'
-        )
+        head = f'    <property name="{prop}" type="{_PROP_TYPES.get(prop, "u")}" access="read"'
+        if prop in CONST_PROPS:
+            lines.append(f'{head}><annotation name="{_EMITS}" value="const"/></property>')
+        else:
+            lines.append(f"{head}/>")
     lines.append("  </interface>")
     return "\n".join(lines) + "\n" + _STANDARD_XML + "</node>\n"
 
@@ -246,7 +258,9 @@ class DbusService:
                 async with asyncio.timeout(CONNECT_TIMEOUT_S):
                     conn = await _open_session_bus()
             except Exception as exc:  # noqa: BLE001 - no bus is a normal condition
-                self.unavailable_reason = f"{type(exc).__name__}: {exc}"
+                self.unavailable_reason = (
+                    str(exc) if isinstance(exc, NoSessionBus) else f"{type(exc).__name__}: {exc}"
+                )
                 self._log_once("connect", "dbus.unavailable", reason=self.unavailable_reason)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RECONNECT_MAX_S)
@@ -405,8 +419,11 @@ class DbusService:
         if spec is None:
             raise _Reply(_E + "UnknownMethod", f"unknown method {member}")
         _check_sig(sig, spec[0])
-        await self._check_caller(fields.get(HeaderFields.sender))
+        sender = fields.get(HeaderFields.sender)
+        await self._check_caller(sender)
         handler: Callable[..., Awaitable[tuple[Any, ...]]] = getattr(self, "_m_" + member)
+        if member == "AnswerPermission":
+            return spec[1], await handler(sender, *msg.body)  # the guard needs the caller
         return spec[1], await handler(*msg.body)
 
     def _peer(self, member: str, sig: str) -> tuple[str, tuple[Any, ...]]:
@@ -580,10 +597,28 @@ class DbusService:
         dec = pane.pending_decision if pane is not None else None
         return dec if dec is not None and dec.id == decision_id else None
 
-    async def _m_AnswerPermission(self, target: str, verdict: str) -> tuple[Any, ...]:
+    async def _m_AnswerPermission(self, sender: str, target: str, verdict: str) -> tuple[Any, ...]:
+        """Answer through the router with the caller's pid, so the self-approval guard
+        (issue #10 item 3) sees who is calling: a process inside a pane gets
+        ``dev.signaltty.Error.FORBIDDEN``; a caller whose pid the bus cannot tell too."""
         key = "pane_id" if target.startswith("pane_") else "decision_id"
-        res = await self.d.router.call(None, "decision.answer", {key: target, "verdict": verdict})
+        raw = {key: target, "verdict": verdict}
+        res = await self.d.router.answer_as("dbus", await self._caller_pid(sender), raw)
         return (res["lifecycle"], res["attention"])
+
+    async def _caller_pid(self, sender: str) -> int | None:
+        """``GetConnectionUnixProcessID`` of ``sender``; None when the bus cannot tell.
+
+        Asked at every answer, never cached: a unique name is one connection, but the
+        process holding it may hand it on (fork) and exit; the guard then sees a gone pid.
+        """
+        try:
+            reply = await self._call_bus("GetConnectionUnixProcessID", "s", (sender,))
+            pid = int(reply.body[0])
+        except Exception as exc:  # noqa: BLE001 - any failure: unknown caller, refused
+            log.warning("dbus.caller_pid_unknown", error=type(exc).__name__)
+            return None
+        return pid if pid > 0 else None
 
     async def _m_MarkSeen(self, pane_id: str) -> tuple[Any, ...]:
         res = await self.d.router.call(None, "pane.mark_seen", {"pane_id": pane_id})
@@ -607,9 +642,42 @@ class DbusService:
         try:
             p = P.Notify.model_validate(raw)
         except Exception as exc:  # noqa: BLE001 - pydantic.ValidationError
-            raise SignalttyError("BAD_PARAMS", str(exc).splitlines()[0]) from None
+            raise SignalttyError(
+                *_bad_params(exc, {"severity": "info, warning, error or empty"})
+            ) from None
         res = self.d.router.notify(p.pane_id, p.title, p.body, p.severity or "info", "dbus")
         return (res["notification"]["id"],)
+
+
+class NoSessionBus(ConnectionError):
+    """No usable session bus address (the message says why, for the log)."""
+
+
+def session_bus_socket(env: dict[str, str] | None = None) -> str:
+    """The session bus socket to connect to.
+
+    ``DBUS_SESSION_BUS_ADDRESS`` when set; otherwise ``$XDG_RUNTIME_DIR/bus`` when that is
+    a socket, as libdbus, sd-bus and GDBus do (a systemd user session always has it).
+
+    Raises:
+        NoSessionBus: neither is there, or the address has no Unix socket we can use.
+    """
+    env = dict(os.environ) if env is None else env
+    address = env.get("DBUS_SESSION_BUS_ADDRESS", "").strip()
+    if not address:
+        runtime = env.get("XDG_RUNTIME_DIR", "")
+        candidate = os.path.join(runtime, "bus") if runtime else ""
+        with contextlib.suppress(OSError):
+            if candidate and stat.S_ISSOCK(os.stat(candidate).st_mode):
+                return candidate
+        raise NoSessionBus(
+            "no session bus: DBUS_SESSION_BUS_ADDRESS is not set"
+            + (f" and {candidate} is not a socket" if candidate else " (nor XDG_RUNTIME_DIR)")
+        )
+    try:
+        return get_bus(address)
+    except (ValueError, RuntimeError, StopIteration) as exc:
+        raise NoSessionBus(f"unusable DBUS_SESSION_BUS_ADDRESS ({exc})"[:300]) from None
 
 
 async def _open_session_bus() -> DBusConnection:
@@ -617,9 +685,10 @@ async def _open_session_bus() -> DBusConnection:
     cancellation (jeepney's own helper leaves it open then).
 
     Raises:
-        KeyError: ``DBUS_SESSION_BUS_ADDRESS`` unset. OSError, EOFError: bus unreachable.
+        NoSessionBus: no session bus address (:func:`session_bus_socket`). OSError,
+        EOFError: bus unreachable.
     """
-    reader, writer = await asyncio.open_unix_connection(get_bus("SESSION"))
+    reader, writer = await asyncio.open_unix_connection(session_bus_socket())
     try:
         auth = Authenticator()
         for request in auth:
@@ -645,6 +714,21 @@ async def _open_session_bus() -> DBusConnection:
     except BaseException:
         writer.close()
         raise
+
+
+def _bad_params(exc: Exception, allowed: dict[str, str]) -> tuple[str, str, dict[str, Any]]:
+    """``(code, message, details)`` of a ``BAD_PARAMS`` for a pydantic error: the message
+    names the argument, what it allows (``allowed`` overrides the library's wording, for
+    D-Bus arguments where an empty string means "not given") and the value received."""
+    errors = getattr(exc, "errors", lambda: [])()
+    if not errors:
+        return "BAD_PARAMS", str(exc)[:200], {}
+    err = errors[0]
+    field = ".".join(str(p) for p in err["loc"]) or "params"
+    rule = f"must be {allowed[field]}" if field in allowed else str(err["msg"])
+    got = repr(err.get("input"))
+    got = got if len(got) <= 60 else got[:59] + "…"
+    return "BAD_PARAMS", f"{field}: {rule}, got {got}", {"field": field}
 
 
 def _check_sig(got: str, want: str) -> None:

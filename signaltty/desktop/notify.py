@@ -1,17 +1,20 @@
-"""Desktop notifications through ``desktop-notifier`` (the only module that talks to it).
+"""Desktop notifications: alerts → intents → notifications, buttons → the router.
 
 Alerts from the store become intents; after the settle delay ``policy`` decides whether and
-what to show. Buttons and body clicks go back through ``Router.call`` with opaque ids only.
-Every library call runs under a timeout; a failed library instance is discarded together
-with its bus connection (the library leaks one per failed send otherwise) and the server is
-retried at most every 300 s, when a new intent arrives.
-Spec: desktop-and-service.md §6; states.md §7.
+what to show. Buttons and body clicks go back through ``Router.call`` with opaque ids only;
+a body click also opens the person's terminal on the pane (``terminal.py``).
+The server is reached through ``fdo.FdoNotifications`` on Linux (which obeys a button only
+from the verified server the notification went to; issue 10 §2) and ``desktop-notifier``
+(``macos.LibraryNotifications``) on macOS. Every call runs under a timeout; a failed
+connection is discarded and the server is retried at most every 300 s, when a new intent
+arrives. Spec: desktop-and-service.md §6; states.md §7.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -20,6 +23,7 @@ import structlog
 
 from signaltty.core import rules
 from signaltty.desktop import policy
+from signaltty.desktop.fdo import ServerRefused, Target
 from signaltty.proto.envelope import SignalttyError
 
 if TYPE_CHECKING:
@@ -42,10 +46,11 @@ class _Intent:
 
 @dataclass(slots=True)
 class _Live:
-    identifier: str
+    identifier: int | str  # the server's id (Linux) or the library's (macOS)
     decision_id: str | None
     cause: str
     sent_at: float  # monotonic
+    body: str = ""  # as rendered, before escaping: reused by the "asks in its terminal" notice
 
 
 class Notifier:
@@ -59,6 +64,7 @@ class Notifier:
     def __init__(self, daemon: Daemon) -> None:
         cfg = daemon.config.notifications
         self.d = daemon
+        self.terminal = daemon.config.desktop.terminal  # None: $TERMINAL and the fallbacks
         self.settings = policy.Settings(
             mode=cfg.mode,
             settle_s=cfg.settle_ms / 1000.0,
@@ -68,13 +74,12 @@ class Notifier:
         self.available = False
         self.reason: str | None = None
         self.sent = 0
-        self._dn: Any = None  # desktop_notifier.DesktopNotifier
-        self._actions = False
+        self._server: Any = None  # fdo.FdoNotifications | macos.LibraryNotifications
         self._last_attempt: float | None = None
         self._warned = False
         self._intents: dict[str | None, _Intent] = {}
         self._live: dict[str, _Live] = {}
-        self._unpaned: list[str] = []
+        self._unpaned: list[int | str] = []
         self._last_sent: dict[tuple[str | None, str], float] = {}
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -105,12 +110,12 @@ class Notifier:
         self._intents.clear()
         for task in list(self._tasks):
             task.cancel()
-        if self._dn is not None:
+        if self._server is not None:
             ids = [live.identifier for live in self._live.values()] + self._unpaned
             for identifier in ids:
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(1.0):
-                        await self._dn.clear(identifier)
+                        await self._server.close_notification(identifier)
         self._live.clear()
         self._unpaned.clear()
         self._discard()
@@ -125,15 +130,14 @@ class Notifier:
         if not task.cancelled() and task.exception() is not None:
             log.error("notify.task_failed", error=repr(task.exception()))
 
-    # ---------------------------------------------------------------- library
+    # ---------------------------------------------------------------- server
 
     def _discard(self) -> None:
-        """Forget the library instance and close its bus connection."""
-        dn, self._dn = self._dn, None
-        bus = getattr(getattr(dn, "_backend", None), "bus", None)
-        if bus is not None:
+        """Forget the server connection and close it."""
+        server, self._server = self._server, None
+        if server is not None:
             with contextlib.suppress(Exception):
-                bus.disconnect()
+                server.disconnect()
 
     def _unavailable(self, reason: str) -> None:
         self._discard()
@@ -145,32 +149,45 @@ class Notifier:
             log.warning("notify.unavailable", reason=f"desktop notifications unavailable: {reason}")
 
     async def _ensure(self) -> bool:
-        """A working library instance (created on demand, retried at most every 300 s)."""
-        if self._dn is not None:
+        """A connected, verified server (connected on demand, retried at most every 300 s)."""
+        if self._server is not None and self._server.alive:
             return True
+        if self._server is not None:  # the bus went away since the last send
+            self._discard()
         now = time.monotonic()
         if self._last_attempt is not None and now - self._last_attempt < policy.RETRY_S:
             return False
         self._last_attempt = now
         try:
-            from desktop_notifier import Capability, DesktopNotifier
+            if sys.platform == "darwin":
+                from signaltty.desktop.macos import LibraryNotifications
 
-            dn = DesktopNotifier(app_name="signaltty", app_icon=None)
-            self._dn = dn
+                self._server = LibraryNotifications()
+            else:
+                from signaltty.desktop.fdo import FdoNotifications
+
+                self._server = FdoNotifications()
             async with asyncio.timeout(CALL_TIMEOUT_S):
-                if not await dn.request_authorisation():
-                    raise RuntimeError("authorization refused")
-                caps = await dn.get_capabilities()
+                await self._server.open()
+                await self._server.target()
         except Exception as exc:  # noqa: BLE001 - no server is a normal condition
             self._unavailable(_reason(exc))
             return False
-        self._actions = Capability.BUTTONS in caps
         self.available = True
         self.reason = None
         if self._warned:
             log.info("notify.available")
         self._warned = False
         return True
+
+    async def _target(self) -> Target | None:
+        """The server for the next send, checked again (its owner may have changed)."""
+        try:
+            async with asyncio.timeout(CALL_TIMEOUT_S):
+                return await self._server.target()
+        except Exception as exc:  # noqa: BLE001
+            self._unavailable(_reason(exc))
+            return None
 
     # ---------------------------------------------------------------- intents
 
@@ -259,92 +276,98 @@ class Notifier:
             alert = chosen
             if not await self._ensure():
                 return
+            target = await self._target()
+            if target is None:
+                return
             content = policy.render(
-                alert.cause, alert.title, alert.body, view, self.settings, actions=self._actions
+                alert.cause, alert.title, alert.body, view, self.settings, actions=target.actions
             )
-            await self._show(content)
+            await self._show(content, target)
 
-    async def _show(self, content: policy.Content) -> None:
-        from desktop_notifier import DEFAULT_SOUND, Button, Notification, Urgency
-
+    async def _show(self, content: policy.Content, target: Target | None = None) -> None:
         if content.pane_id is not None:
             await self._withdraw(content.pane_id)
+        if self._server is None:
+            return
+        if target is None:
+            target = await self._target()
+            if target is None:
+                return
         pane_id, decision_id = content.pane_id, content.decision_id
-        buttons: tuple[Any, ...] = ()
+        actions: list[tuple[str, str]] = []
+        # the body click; xfce4-notifyd would show an empty button for it
+        if pane_id is not None and target.actions and target.server_name != "Xfce Notify Daemon":
+            actions.append(("default", ""))
         if content.buttons and pane_id is not None and decision_id is not None:
-            buttons = (
-                Button(
-                    "Allow once",
-                    on_pressed=lambda: self._spawn(self._answer(pane_id, decision_id, "allow")),
-                ),
-                Button(
-                    "Deny",
-                    on_pressed=lambda: self._spawn(self._answer(pane_id, decision_id, "deny")),
-                ),
-            )
-        dispatched = False
+            actions += [("allow", "Allow once"), ("deny", "Deny")]
 
-        def on_dispatched() -> None:
-            nonlocal dispatched
-            dispatched = True
+        offered = {key for key, _ in actions}
 
-        note = Notification(
-            title=content.title,
-            message=content.body,
-            urgency={"critical": Urgency.Critical, "low": Urgency.Low}.get(
-                content.urgency, Urgency.Normal
-            ),
-            buttons=buttons,
-            on_dispatched=on_dispatched,
-            on_clicked=(lambda: self._spawn(self._clicked(pane_id)))
-            if pane_id is not None
-            else None,
-            sound=DEFAULT_SOUND if content.sound else None,
-            timeout=0
-            if not content.expires
-            else (policy.STALE_EXPIRY_S if content.cause == "stale" else -1),
-        )
+        def on_action(key: str) -> None:  # opaque ids only; the router re-checks everything
+            if key not in offered:  # a server may only invoke what this notification offered
+                log.warning("notify.action_not_offered", key=key[:40])
+            elif key == "default" and pane_id is not None:
+                self._spawn(self._clicked(pane_id))
+            elif key in ("allow", "deny") and pane_id is not None and decision_id is not None:
+                self._spawn(self._answer(pane_id, decision_id, key))
+
         try:
             async with asyncio.timeout(CALL_TIMEOUT_S):
-                await self._dn.send_notification(note)
+                identifier = await self._server.notify(
+                    target,
+                    summary=content.title,
+                    body=policy.wire_body(content.body, markup=target.markup),
+                    actions=actions,
+                    urgency=content.urgency,
+                    expire_ms=0
+                    if not content.expires
+                    else (policy.STALE_EXPIRY_S * 1000 if content.cause == "stale" else -1),
+                    sound=content.sound,
+                    on_action=on_action,
+                )
         except Exception as exc:  # noqa: BLE001
             self._unavailable(_reason(exc))
-            return
-        if not dispatched:  # the library logs and swallows send failures
-            self._unavailable("the notification server did not accept the notification")
             return
         self.sent += 1
         now = time.monotonic()
         self._last_sent[(pane_id, content.cause)] = now
         if pane_id is not None:
-            self._live[pane_id] = _Live(note.identifier, decision_id, content.cause, now)
+            self._live[pane_id] = _Live(identifier, decision_id, content.cause, now, content.body)
         else:
-            self._unpaned = [*self._unpaned[-(MAX_UNPANED_LIVE - 1) :], note.identifier]
+            self._unpaned = [*self._unpaned[-(MAX_UNPANED_LIVE - 1) :], identifier]
 
     async def _withdraw(self, pane_id: str) -> None:
         live = self._live.pop(pane_id, None)
-        if live is None or self._dn is None:
+        if live is None or self._server is None:
             return
         try:
             async with asyncio.timeout(CALL_TIMEOUT_S):
-                await self._dn.clear(live.identifier)
-        except KeyError:
-            pass  # the server already closed it (expired or dismissed): nothing to withdraw
+                await self._server.close_notification(live.identifier)
         except Exception as exc:  # noqa: BLE001
             self._unavailable(_reason(exc))
 
     def _on_event(self, seq: int, name: str, payload: dict[str, Any]) -> None:
-        """Bus observer: withdraw a pane's live notification (§6.3 "Withdrawal")."""
-        if not self._live or name not in (
+        """Bus observer: withdraw a pane's live notification (§6.3 "Withdrawal"); after a
+        native wait timed out, tell the person the agent now asks in its terminal."""
+        if name not in (
             "attention.cleared",
             "pane.closed",
             "decision.answered",
             "decision.cleared",
         ):
             return
+        timed_out = policy.native_timed_out(name, payload)
+        body = None
         for pane_id, live in list(self._live.items()):
             if policy.withdraws(name, payload, pane_id, live.decision_id):
+                if timed_out and live.decision_id is not None:
+                    body = live.body
                 self._spawn(self._withdraw_locked(pane_id))
+        pane_id = payload.get("pane_id")
+        if timed_out and isinstance(pane_id, str) and not self._closed:
+            self.on_alert(
+                rules.Alert(pane_id, policy.TERMINAL_PROMPT, "warning", body=body or None)
+            )
 
     async def _withdraw_locked(self, pane_id: str) -> None:
         async with self._lock:
@@ -354,10 +377,15 @@ class Notifier:
 
     async def _answer(self, pane_id: str, decision_id: str, verdict: str) -> None:
         """A button: ``decision.answer`` through the router (every check applies)."""
-        self._live.pop(pane_id, None)  # the server closes a notification whose action ran
+        live = self._live.get(pane_id)
+        if live is not None and live.decision_id == decision_id:
+            self._live.pop(pane_id)  # fdo withdraws a notification whose action ran
         try:
+            # both ids: a bare decision id may be pending on several panes (AMBIGUOUS)
             await self.d.router.call(
-                None, "decision.answer", {"decision_id": decision_id, "verdict": verdict}
+                None,
+                "decision.answer",
+                {"pane_id": pane_id, "decision_id": decision_id, "verdict": verdict},
             )
         except SignalttyError as exc:
             log.info("notify.answer_rejected", pane_id=pane_id, code=exc.code)
@@ -371,13 +399,28 @@ class Notifier:
         log.info("notify.answered", pane_id=pane_id, verdict=verdict)
 
     async def _clicked(self, pane_id: str) -> None:
-        """Body click: ``pane.mark_seen`` unless a decision is pending."""
+        """Body click: ``pane.mark_seen``, then the person's terminal attached to the pane.
+
+        Marking seen comes first, so a terminal that cannot start still leaves the pane
+        seen. With a decision pending, ``mark_seen`` keeps the attention (states.md §3.10).
+        """
         self._live.pop(pane_id, None)
-        pane = self.d.store.panes.get(pane_id)
-        if pane is None or pane.pending_decision is not None:
+        if pane_id not in self.d.store.panes:
             return
         with contextlib.suppress(SignalttyError):
             await self.d.router.call(None, "pane.mark_seen", {"pane_id": pane_id})
+        from signaltty.desktop import terminal
+
+        try:
+            proc = await terminal.open_terminal(pane_id, str(self.d.socket_path), self.terminal)
+        except (ValueError, terminal.NoTerminal, terminal.TerminalFailed) as exc:
+            log.warning(
+                "desktop.terminal_failed",
+                pane_id=pane_id,
+                reason=f"{type(exc).__name__}: {exc}"[:300],
+            )
+            return
+        self._spawn(terminal.watch_terminal(proc, pane_id))
 
 
 def _answerable_by_button(dec: Any) -> bool:
@@ -393,4 +436,10 @@ def _answerable_by_button(dec: Any) -> bool:
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "the notification server did not answer"
+    if isinstance(exc, ServerRefused):
+        return str(exc)[:200]
+    from signaltty.desktop.dbus import NoSessionBus
+
+    if isinstance(exc, NoSessionBus):
+        return str(exc)[:200]
     return f"{type(exc).__name__}: {exc}"[:200]

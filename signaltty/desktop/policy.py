@@ -15,9 +15,14 @@ from signaltty.core.sanitize import sanitize_text
 
 MODES: Final = ("quiet", "normal", "all")
 
+# Not an alert of the store: the notifier raises it itself when a native permission wait
+# timed out (the agent then shows its own prompt in its terminal; issue 13 item 7).
+TERMINAL_PROMPT: Final = "terminal_prompt"
+
 # desktop-and-service.md §6.1 table: cause → modes that notify it.
 _MODE_TABLE: Final[dict[str, frozenset[str]]] = {
     "permission": frozenset(MODES),
+    TERMINAL_PROMPT: frozenset(MODES),
     "input": frozenset(MODES),
     "error": frozenset(MODES),
     "idle_prompt": frozenset({"all"}),
@@ -32,6 +37,7 @@ _MODE_TABLE: Final[dict[str, frozenset[str]]] = {
 # Which pending alert of a pane wins when several are due together (most urgent first).
 CAUSE_PRIORITY: Final = (
     "permission",
+    TERMINAL_PROMPT,
     "input",
     "error",
     "idle_prompt",
@@ -44,10 +50,11 @@ CAUSE_PRIORITY: Final = (
 )
 
 # Causes that still notify while an interactive viewer is attached (§6.1 filter 2).
-_ATTACHED_OK: Final = frozenset({"permission", "input", "idle_prompt", "error"})
+_ATTACHED_OK: Final = frozenset({"permission", TERMINAL_PROMPT, "input", "idle_prompt", "error"})
 
 _URGENCY: Final[dict[str, str]] = {
     "permission": "critical",
+    TERMINAL_PROMPT: "critical",
     "bell": "low",
     "exit": "low",
     "session_end": "low",
@@ -61,6 +68,7 @@ MAX_PREVIEW: Final = 160  # §6.2: tool_input preview ≤ 160 chars
 MAX_BODY: Final = 300  # §6.2: other bodies ≤ 300 chars
 
 READ_ONLY_SUFFIX: Final = "(answer in the terminal)"
+TERMINAL_PROMPT_SUFFIX: Final = "Not answered here in time: answer it in the terminal."
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +260,12 @@ def render(
             else:
                 text += f"\n(answer: signaltty permission answer {pane.pane_id} allow|deny)"
         out_body = text
+    elif cause == TERMINAL_PROMPT:
+        # ``body`` is the permission notification's own body when one was shown, without
+        # its "(answer …)" hint: the desktop can no longer answer
+        lines = [ln for ln in (body or "").splitlines() if ln and not ln.startswith("(answer")]
+        question = _clip("\n".join(lines), MAX_BODY)
+        out_body = f"{question}\n{TERMINAL_PROMPT_SUFFIX}" if question else TERMINAL_PROMPT_SUFFIX
     else:
         chosen = body if body else (pane.last_message if pane is not None else None)
         out_body = _clip(chosen or "", MAX_BODY)
@@ -261,11 +275,34 @@ def render(
         title=sanitize_text(full_title, 400) or "signaltty",
         body=sanitize_text(out_body, 1000, multiline=True),
         urgency=_URGENCY.get(cause, "normal"),
-        expires=cause != "permission",
+        expires=cause not in ("permission", TERMINAL_PROMPT),
         buttons=buttons,
         decision_id=decision_id,
         sound=settings.sound,
     )
+
+
+def wire_body(body: str, *, markup: bool) -> str:
+    """The body as a server must receive it to show exactly ``body``.
+
+    Servers that list ``body-markup`` in ``GetCapabilities`` parse a subset of HTML in the
+    body (``<b>``, ``<a href>``, ``<img>``, on some ``<span>`` with attributes), so a payload
+    could hide text (``<span alpha='1%'>``), add a link or load an image. For them every
+    ``&``, ``<`` and ``>`` is escaped: no tag can form, so no link or image either. Others
+    show the body as plain text and get it unchanged.
+
+    Args:
+        body: sanitized body text (:func:`render`).
+        markup: whether the server lists ``body-markup``.
+
+    Returns:
+        ``body``, escaped when ``markup``.
+
+    Spec: Desktop Notifications Specification, "Markup"; issue 10 §7.
+    """
+    if not markup:
+        return body
+    return body.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def stale_content(pane_name_text: str, pane_id: str | None) -> Content:
@@ -310,10 +347,25 @@ def withdraws(name: str, payload: dict[str, Any], pane_id: str, decision_id: str
     return False
 
 
+def native_timed_out(name: str, payload: dict[str, Any]) -> bool:
+    """Whether the state event ``name`` says a native permission wait ran out of time.
+
+    Such a decision is cleared with reason ``native_cancelled`` and ``cancelled:
+    "timeout"``; the agent then asks in its own terminal (integrations.md §4.1 step 5).
+    """
+    return (
+        name == "decision.cleared"
+        and payload.get("reason") == "native_cancelled"
+        and payload.get("cancelled") == "timeout"
+    )
+
+
 def _phrase(cause: str, title: str | None, display: str, pane: PaneView | None) -> str:
     match cause:
         case "permission":
             return f"{display} needs approval"
+        case "terminal_prompt":
+            return f"{display} asks in its terminal"
         case "input" | "idle_prompt":
             return f"{display} needs input"
         case "error":

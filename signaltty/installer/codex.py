@@ -59,6 +59,7 @@ def feature_flag(doc: Mapping[str, Any]) -> str:
 
 def _flag_transform(file: Path, notices: list[str]) -> Any:
     def transform(text: str | None) -> str | None:
+        notices.clear()  # the edit may run the transform again on a re-read file
         doc = _parse(text, file)
         features = doc.get("features")
         if features is None:

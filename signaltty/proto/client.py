@@ -2,18 +2,22 @@
 
 The blocking client is what the CLI and the hook fast path use, so this module must not import
 anything outside the standard library and ``signaltty.proto``/``signaltty.system.paths``.
-Spec: protocol.md §1–§3.
+Both clients authenticate the daemon before sending a byte (:mod:`signaltty.proto.trust`):
+the socket's directory must be the user's own with mode 0700 and the listening process must
+run as the user, otherwise :class:`UntrustedServer` is raised and nothing is sent.
+Spec: protocol.md §1–§3; issue 10 §1.
 """
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import os
 import socket
 from collections import deque
 
-from signaltty.proto import envelope
+from signaltty.proto import envelope, trust
 from signaltty.proto.envelope import SignalttyError
 
 # asyncio (~50 ms) and typing (~6 ms) stay out of the hook fast path: annotations are
@@ -37,6 +41,40 @@ class ConnectError(OSError):
     """The daemon's socket could not be reached (no daemon, wrong path, refused)."""
 
 
+class UntrustedServer(ConnectError):
+    """The socket is not provably the user's own daemon; nothing was sent on it.
+
+    ``strerror`` is one sentence saying why: the socket's directory is another user's or
+    has group/other permission bits, or the listening process runs as another uid.
+    """
+
+
+def _check_socket_dir(path: str) -> None:
+    """Refuse a socket whose directory is not ours with mode 0700 (before connecting).
+
+    Raises:
+        ConnectError: the directory does not exist or cannot be examined.
+        UntrustedServer: it is someone else's or open to group/others.
+    """
+    try:
+        problem = trust.socket_dir_problem(path)
+    except OSError as exc:
+        raise ConnectError(exc.errno, f"cannot connect to {path}: {exc.strerror}") from exc
+    if problem is not None:
+        raise UntrustedServer(errno.EACCES, f"not your signaltty daemon: {problem}")
+
+
+def _check_server(sock: socket.socket, path: str) -> None:
+    """Refuse a connected socket whose server runs as another uid (nothing sent yet).
+
+    Raises:
+        UntrustedServer: the peer's uid is not ours or cannot be known.
+    """
+    problem = trust.server_problem(sock, path)
+    if problem is not None:
+        raise UntrustedServer(errno.EACCES, f"not your signaltty daemon: {problem}")
+
+
 class Client:
     """Blocking JSONL client on one Unix-socket connection.
 
@@ -46,14 +84,20 @@ class Client:
 
     Raises:
         ConnectError: the socket is missing or refuses the connection.
+        UntrustedServer: the socket is not the user's own daemon (see the module doc).
     """
 
     def __init__(self, path: str, timeout: float | None = 5.0) -> None:
         self.path = path
+        _check_socket_dir(path)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
             self._sock.connect(path)
+            _check_server(self._sock, path)
+        except UntrustedServer:
+            self._sock.close()
+            raise
         except OSError as exc:
             self._sock.close()
             raise ConnectError(exc.errno, f"cannot connect to {path}: {exc.strerror}") from exc
@@ -151,10 +195,30 @@ class AsyncClient:
 
     @classmethod
     async def connect(cls, path: str) -> AsyncClient:
-        """Open a connection to ``path``."""
+        """Open a connection to ``path`` after authenticating the daemon.
+
+        Raises:
+            ConnectError: the socket is missing or refuses the connection.
+            UntrustedServer: the socket is not the user's own daemon (see the module doc).
+        """
         import asyncio
 
-        reader, writer = await asyncio.open_unix_connection(path, limit=1 << 25)
+        _check_socket_dir(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            await asyncio.get_running_loop().sock_connect(sock, path)
+            _check_server(sock, path)
+        except UntrustedServer:
+            sock.close()
+            raise
+        except OSError as exc:
+            sock.close()
+            raise ConnectError(exc.errno, f"cannot connect to {path}: {exc.strerror}") from exc
+        except BaseException:
+            sock.close()
+            raise
+        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 25)
         return cls(reader, writer)
 
     async def close(self) -> None:
@@ -217,4 +281,11 @@ class AsyncClient:
                 return msg
 
 
-__all__ = ["AsyncClient", "Client", "ConnectError", "SignalttyError", "default_socket"]
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "ConnectError",
+    "SignalttyError",
+    "UntrustedServer",
+    "default_socket",
+]

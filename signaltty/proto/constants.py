@@ -118,6 +118,7 @@ CODES: Final[tuple[str, ...]] = (
     "NO_SUCH_WORKSPACE",
     "NO_SUCH_PANE",
     "NO_SUCH_DECISION",
+    "AMBIGUOUS",  # a bare decision id pending on several panes (issue #10 item 5)
     "PANE_EXITED",
     "PANES_ALIVE",
     "SPAWN_FAILED",

@@ -83,6 +83,8 @@ class PaneSpawn(_Command):
 
 class PaneSplit(_Command):
     pane_id: NonEmpty
+    # like pane.spawn's (issue 13 item 9: `pane split -e`; protocol.md §5 had none)
+    env: dict[Text, Text] | None = None
 
 
 class PaneList(Params):
@@ -215,6 +217,9 @@ class HookEvent(Params):
     agent: NonEmpty
     event: Annotated[str, StringConstraints(min_length=1, max_length=64)]
     pane_id: str | None = None
+    # pane_id came from the reporter's inherited $SIGNALTTY_PANE, not a --pane it was given:
+    # applied only when the reporter really runs in that pane (issue #10 item 6)
+    pane_from_env: bool = False
     client_pid: int | None = Field(None, ge=1)
     payload: Any = None
     message: str | None = None

@@ -1,12 +1,18 @@
-"""Which pane a hook reporter runs in: the parent chain of ``client_pid`` (psutil).
+"""Which pane a process runs in: hook routing and the self-approval guard (psutil; blocking).
 
-Spec: states.md §3.1 step 4 (≤ 64 hops, first ancestor that is the child of a live pane);
-issue #3 "nested ``claude -p``" (see ``docs/decisions.md``).
+``find_pane`` walks the parent chain of a hook reporter (states.md §3.1 step 4: ≤ 64 hops,
+first ancestor that is the child of a live pane; issue #3 "nested ``claude -p``").
+``caller_origin`` decides whether a process answering a permission comes from a pane
+(issue #10 item 3): by ancestry, by session, or by the ``SIGNALTTY_PANE`` it was started
+with. Every function here reads ``/proc``: the server calls them in a worker thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
 import psutil
@@ -73,3 +79,159 @@ def is_alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+# ---------------------------------------------------------------- self-approval guard
+
+# psutil's create_time is boot time (whole seconds in /proc/stat) + start ticks: it can read
+# up to ~1 s later than the wall clock at which the process really started.
+CLOCK_SLACK_S = 2.0
+MAX_REMEMBERED = 4096
+
+
+class PaneProcesses:
+    """Every pane process this daemon started (pid → pane id, start time), kept after it exits.
+
+    A pane's child is a session leader (``term.pty.spawn`` uses ``setsid``), so its pid is
+    the session id of everything started in the pane that did not leave the session —
+    including background jobs orphaned when the tool call that started them ended. Entries
+    outlive the pane (its orphans do); at most ``MAX_REMEMBERED``, oldest dropped.
+    Thread-safe: noted on the loop, read in worker threads.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pids: OrderedDict[int, tuple[str, float | None]] = OrderedDict()
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def note(self, pid: int, pane_id: str) -> None:
+        """Remember a pane's child; reads its start time once (one ``/proc`` read, new pids only)."""
+        with self._lock:
+            known = self._pids.get(pid)
+            if known is not None and known[0] == pane_id:
+                return
+        try:
+            created: float | None = psutil.Process(pid).create_time()
+        except (psutil.Error, OSError):
+            created = None
+        with self._lock:
+            self._pids[pid] = (pane_id, created)
+            self._pids.move_to_end(pid)
+            self._ids[pane_id] = None
+            self._ids.move_to_end(pane_id)
+            while len(self._pids) > MAX_REMEMBERED:
+                self._pids.popitem(last=False)
+            while len(self._ids) > MAX_REMEMBERED:
+                self._ids.popitem(last=False)
+
+    def snapshot(self) -> tuple[dict[int, tuple[str, float | None]], frozenset[str]]:
+        """``(leader pid → (pane id, start time or None), pane ids)`` as of now."""
+        with self._lock:
+            return dict(self._pids), frozenset(self._ids)
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a process that answers a permission comes from.
+
+    Attributes:
+        inside: True when it must be refused: it runs in a pane, or it cannot be vouched for.
+        why: ``ancestry`` (descends from a live pane's process), ``session`` (in the session
+            of a pane's process, e.g. an orphaned background job), ``environment`` (started
+            with ``SIGNALTTY_PANE`` naming one of our panes, e.g. a tmux server started in a
+            pane), ``gone`` (the process no longer exists), ``reused`` (its pid now belongs to
+            a process started after the connection), or ``outside``.
+        pane_id: the pane it was traced to, when there is one.
+    """
+
+    inside: bool
+    why: str
+    pane_id: str | None = None
+
+
+def caller_origin(
+    pid: int,
+    *,
+    live_children: Mapping[int, str],
+    sessions: Mapping[int, tuple[str, float | None]],
+    pane_ids: Container[str],
+    connected_at: float | None = None,
+) -> Origin:
+    """Trace the process ``pid`` (a socket peer or a D-Bus caller) to a pane, if any.
+
+    Args:
+        pid: the caller's pid (``SO_PEERCRED`` or ``GetConnectionUnixProcessID``).
+        live_children: pid of each live pane's child → pane id.
+        sessions: every pane child this daemon started → (pane id, its start time or
+            None) (``PaneProcesses.snapshot``).
+        pane_ids: every pane id this daemon has had.
+        connected_at: wall-clock time the connection was accepted; a process at ``pid``
+            created later is a reused pid (the caller is gone).
+
+    Returns:
+        ``Origin``; ``inside`` for ancestry, session, environment, gone and reused. The walk
+        stops after ``MAX_HOPS`` processes. Raises nothing.
+    """
+    try:
+        proc = psutil.Process(pid)
+        created = proc.create_time()
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return Origin(True, "gone")
+    except (psutil.Error, OSError):
+        return Origin(True, "gone")
+    if connected_at is not None and created > connected_at + CLOCK_SLACK_S:
+        return Origin(True, "reused")
+    try:
+        named = proc.environ().get("SIGNALTTY_PANE")
+    except (psutil.Error, OSError):
+        named = None  # unreadable (e.g. a hardened /proc): the walk still decides
+    if named and named in pane_ids:
+        return Origin(True, "environment", named)
+    chain: list[int] = []
+    current = pid
+    for _ in range(MAX_HOPS):
+        if current <= 1:
+            break
+        pane_id = live_children.get(current)
+        if pane_id is not None:
+            return Origin(True, "ancestry", pane_id)
+        chain.append(current)
+        try:
+            current = psutil.Process(current).ppid()
+        except (psutil.Error, OSError):
+            break
+    for member in chain:
+        pane_id = _pane_session(member, live_children, sessions)
+        if pane_id is not None:
+            return Origin(True, "session", pane_id)
+    return Origin(False, "outside")
+
+
+def _pane_session(
+    pid: int, live_children: Mapping[int, str], sessions: Mapping[int, tuple[str, float | None]]
+) -> str | None:
+    """The pane whose session ``pid`` is in, or None.
+
+    A session id stays reserved while any member lives (Linux never hands out a pid still
+    used as a session or group id). So a recorded leader pid names the pane's session when
+    the leader is still that same process (same start time) or no process has the pid any
+    more (its orphans keep the session id); a *different* process at that pid means the
+    pane's session is over and the number now names someone else's session.
+    """
+    try:
+        sid = os.getsid(pid)
+    except OSError:
+        return None
+    entry = sessions.get(sid)
+    if entry is None:
+        return None
+    pane_id, created = entry
+    if sid in live_children:
+        return pane_id
+    try:
+        now = psutil.Process(sid).create_time()
+    except psutil.NoSuchProcess:
+        return pane_id
+    except (psutil.Error, OSError):
+        return pane_id  # cannot tell: count it as the pane's (refusing is the safe side)
+    return pane_id if created is not None and abs(now - created) < 0.01 else None

@@ -12,7 +12,9 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from signaltty.core import limits
 
 
 class _Section(BaseModel):
@@ -26,6 +28,11 @@ class ServerConfig(_Section):
     proc_refresh_s: float = Field(10, ge=2, le=300)
     snapshot_debounce_s: float = Field(2, ge=0.5, le=60)
     max_live_panes: int = Field(512, ge=1, le=512)
+    # Bounded resources (issue 10 §10; defaults in core/limits.py, documented in
+    # docs/architecture.md "Bounded resources").
+    idle_timeout_s: float = Field(limits.IDLE_TIMEOUT_DEFAULT_S, ge=1, le=3600)
+    outbound_total_mib: int = Field(limits.OUTBOUND_TOTAL_BYTES_DEFAULT >> 20, ge=8, le=4096)
+    wait_regex_budget_s: float = Field(limits.WAIT_REGEX_BUDGET_DEFAULT_S, ge=0.1, le=60)
 
 
 class NotificationsConfig(_Section):
@@ -39,6 +46,43 @@ class NotificationsConfig(_Section):
 class AgentsConfig(_Section):
     automatic_permissions: bool = False
     dir: str = ""
+
+
+class PermissionsConfig(_Section):
+    """``[permissions]`` (issue #10 item 3).
+
+    ``answer_from_panes``: when false (the default), a permission answer whose caller runs
+    inside a signaltty pane (by ancestry, session or ``SIGNALTTY_PANE``) is refused with
+    ``FORBIDDEN``, so an agent's tools cannot approve their own or another pane's prompts.
+    True restores answers from any same-user process.
+    """
+
+    answer_from_panes: bool = False
+
+
+class DesktopConfig(_Section):
+    """``[desktop]`` (issue 13 item 6; docs/configuration.md, docs/desktop.md).
+
+    ``terminal``: the argv that opens a terminal when a notification is clicked. Unset: the
+    first of ``$TERMINAL``, ``xdg-terminal-exec``, ``x-terminal-emulator`` (macOS:
+    Terminal). An element that is exactly ``{attach}`` is replaced by the attach command,
+    otherwise the attach command is appended; ``{pane}`` anywhere in an element becomes
+    the pane id. Rules in ``signaltty/desktop/terminal.py``.
+    """
+
+    terminal: list[str] | None = Field(None, min_length=1, max_length=64)
+
+    @field_validator("terminal")
+    @classmethod
+    def _argv(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        if not value[0].strip():
+            raise ValueError("the program (first element) must not be empty")
+        for part in value:
+            if "\x00" in part or len(part) > 4096:
+                raise ValueError("elements must not contain NUL or exceed 4096 characters")
+        return value
 
 
 class DbusConfig(_Section):
@@ -59,6 +103,8 @@ class Config(_Section):
     server: ServerConfig = ServerConfig()
     notifications: NotificationsConfig = NotificationsConfig()
     agents: AgentsConfig = AgentsConfig()
+    permissions: PermissionsConfig = PermissionsConfig()
+    desktop: DesktopConfig = DesktopConfig()
     dbus: DbusConfig = DbusConfig()
     persistence: PersistenceConfig = PersistenceConfig()
     logging: LoggingConfig = LoggingConfig()

@@ -7,7 +7,6 @@ Spec: desktop-and-service.md §2 (start, singleton, lock, restore, readiness, sh
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import os
 import signal
@@ -120,48 +119,88 @@ class Daemon:
     # ---------------------------------------------------------------- start
 
     def prepare(self) -> None:
-        """Steps 1–4 of the start sequence: logging, paths, singleton, state-dir lock.
+        """Start steps 1–4 and 6: logging, paths, singleton, state-dir lock, manifests.
 
         Raises:
-            StartupError: socket path too long or unsafe, a server already listening, state
-                dir in use.
+            StartupError: socket path too long or unsafe (its directory not ours with mode
+                0700), a server already listening, a stale socket that cannot be removed,
+                state dir unusable (read-only, not a directory) or in use.
         """
-        configure_logging(self.state_dir, self.config.logging.level, console=True)
+        try:
+            configure_logging(self.state_dir, self.config.logging.level, console=True)
+        except paths.PathError as exc:
+            raise StartupError(str(exc)) from None
+        except OSError as exc:
+            raise StartupError(
+                f"cannot open the log file in state dir {self.state_dir}: {exc.strerror or exc}"
+            ) from None
         if self.config_error:
             log.error("config.invalid", error=self.config_error)
         for warning in self.config_warnings:
             log.warning("config.warning", warning=warning)
-        self._load_catalog_at_start()
         try:
             paths.check_socket_path(self.socket_path)
-            if self.default_socket:
-                paths.ensure_runtime_dir(self.socket_path.parent, default=True)
-            elif not self.socket_path.parent.is_dir():
+            if not self.default_socket and not self.socket_path.parent.is_dir():
                 raise paths.PathError(f"socket directory does not exist: {self.socket_path.parent}")
+            # Clients refuse a socket whose directory is not ours with mode 0700 (issue 10
+            # §1): a custom one in /tmp or another user's directory is refused here, at once.
+            runtime = self.socket_path.parent
+            for warning in paths.ensure_runtime_dir(runtime, default=self.default_socket):
+                log.warning("paths.warning", warning=warning)
             for warning in paths.ensure_state_dir(self.state_dir):
                 log.warning("paths.warning", warning=warning)
         except paths.PathError as exc:
             raise StartupError(str(exc)) from None
         if self.socket_path.exists() or self.socket_path.is_symlink():
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            probe.settimeout(1.0)
-            try:
-                probe.connect(str(self.socket_path))
-            except OSError:
-                with contextlib.suppress(FileNotFoundError):
-                    self.socket_path.unlink()
-                log.info("daemon.stale_socket_removed", socket=str(self.socket_path))
-            else:
-                raise StartupError(f"a server is already listening on {self.socket_path}")
-            finally:
-                probe.close()
-        fd = os.open(self.state_dir / "daemon.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._claim_socket_path()
+        try:
+            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+            fd = os.open(self.state_dir / "daemon.lock", flags, 0o600)
+        except OSError as exc:
+            raise StartupError(
+                f"cannot create {self.state_dir / 'daemon.lock'}: {exc.strerror or exc}"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise StartupError(f"state dir in use: {self.state_dir}") from None
         self._lock_fd = fd
+        # Manifests after the checks (§2.1 step 6): a refused start prints its one line only.
+        self._load_catalog_at_start()
+
+    def _claim_socket_path(self) -> None:
+        """Singleton check on an existing socket file (desktop-and-service.md §2.1 step 3).
+
+        Raises:
+            StartupError: a server answers there (another user's is named by its uid), or
+                the stale file cannot be removed.
+        """
+        from signaltty.proto.trust import peer_uid
+
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(self.socket_path))
+        except OSError:
+            try:
+                self.socket_path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise StartupError(
+                    f"cannot remove the stale socket {self.socket_path}: {exc.strerror or exc}"
+                ) from None
+            log.info("daemon.stale_socket_removed", socket=str(self.socket_path))
+        else:
+            uid = peer_uid(probe)
+            if uid is not None and uid != os.getuid():
+                raise StartupError(
+                    f"a server of another user (uid {uid}) is listening on {self.socket_path}"
+                )
+            raise StartupError(f"a server is already listening on {self.socket_path}")
+        finally:
+            probe.close()
 
     def _load_catalog_at_start(self) -> None:
         """Bundled + user manifests; an unlistable agents dir is logged, never fatal (agents.md §4.2)."""
@@ -266,15 +305,26 @@ class Daemon:
         for ws in restored.workspaces:
             self.store.workspaces[ws.id] = ws
         for pane in sorted(restored.panes, key=lambda p: p.created_at):
-            rules.restore(pane, has_resume=bool(pane.agent.resume_argv))
-            pane.process_instance = new_id("pi")
-            self.store.panes[pane.id] = pane
-            rt = PaneRuntime(self.store, pane)
+            try:
+                rules.restore(pane, has_resume=bool(pane.agent.resume_argv))
+                pane.process_instance = new_id("pi")
+                self.store.panes[pane.id] = pane
+                rt = PaneRuntime(self.store, pane)
+            except Exception as exc:  # noqa: BLE001 - one odd record never stops every start
+                log.error("snapshot.restore_problem", error=f"pane {pane.id} skipped: {exc!r}")
+                self.store.panes.pop(pane.id, None)
+                ws = self.store.workspaces.get(pane.workspace_id)
+                if ws is not None and pane.id in ws.pane_ids:
+                    ws.pane_ids.remove(pane.id)
+                continue
             tail = restored.tails.get(pane.id)
             if tail:
-                rt.retained_text = tail
-                rt.screen.feed(tail.replace("\n", "\r\n").encode())
-                rt.settle_now()
+                try:
+                    rt.retained_text = tail
+                    rt.screen.feed(tail.replace("\n", "\r\n").encode())
+                    rt.settle_now()
+                except Exception as exc:  # noqa: BLE001 - the pane is kept without its tail
+                    log.error("snapshot.restore_problem", error=f"tail of {pane.id} skipped: {exc!r}")
             self.runtimes[pane.id] = rt
         self.store.notifications.extend(restored.notifications)
         log.info(
@@ -288,7 +338,12 @@ class Daemon:
         loop = asyncio.get_running_loop()
         self._restore()
         self.listener = Listener(self)
-        await self.listener.start(str(self.socket_path))
+        try:
+            await self.listener.start(str(self.socket_path))
+        except OSError as exc:
+            # e.g. a socket file put there between the singleton check and bind
+            why = exc.strerror or exc
+            raise StartupError(f"cannot listen on {self.socket_path}: {why}") from None
         self._socket_ino = os.stat(self.socket_path).st_ino
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_shutdown)
@@ -576,5 +631,9 @@ def run_daemon(**kwargs: Any) -> int:
     except StartupError as exc:
         print(f"signaltty: {exc}", file=sys.stderr)
         return 1
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(daemon.run())
+    try:
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            return runner.run(daemon.run())
+    except StartupError as exc:
+        print(f"signaltty: {exc}", file=sys.stderr)
+        return 1

@@ -1,10 +1,11 @@
 """``hook-event``, ``report-session``, ``decision.answer`` and ``permission.list``.
 
-Routing (explicit pane or the reporter's ancestry), the adapter call, the nested-session
-rule, native permission routes (a waiter per ``permission_…`` decision) and answer delivery
-(route verdict or Codex's typed channel). The transition rules themselves are pure
-(``core.rules.on_hook``/``on_answer``). Spec: states.md §3.1, §3.9; integrations.md §4;
-protocol.md §6.
+Routing (the reporter's ancestry; a named pane only when the reporter runs in it or names
+it explicitly from outside every pane), the adapter call, the nested-session rule, native
+permission routes (a waiter per ``permission_…`` decision) and answer delivery (route verdict
+or Codex's typed channel), behind the self-approval guard and unambiguous decision ids. The
+transition rules themselves are pure (``core.rules.on_hook``/``on_answer``). Spec: states.md
+§3.1, §3.9; integrations.md §4; protocol.md §6; issue #10 items 3, 5, 6.
 """
 
 from __future__ import annotations
@@ -37,6 +38,30 @@ log = structlog.get_logger("signaltty.hooks")
 KNOWN_AGENTS = frozenset({"claude", "codex", "opencode", "cursor", "pi", "gemini", "copilot", "grok"})
 ALLOW_IDS = ("once", "allow", "yes", "y", "approve", "accept")
 DENY_IDS = ("deny", "no", "n", "reject", "decline")
+REFUSED_FROM_PANE = (
+    "answer from your own terminal, the notification or D-Bus; "
+    "processes inside signaltty panes cannot answer permissions"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who sends a ``decision.answer`` (the self-approval guard, issue #10 item 3).
+
+    Attributes:
+        surface: ``socket``, ``dbus`` or ``daemon`` (a notification button: the daemon's own
+            process, which is not inside any pane).
+        pid: the calling process (``SO_PEERCRED`` / ``GetConnectionUnixProcessID``); None
+            when unknown, which is refused for ``socket`` and ``dbus``.
+        connected_at: wall-clock time the socket connection was accepted (pid reuse check).
+    """
+
+    surface: str
+    pid: int | None = None
+    connected_at: float | None = None
+
+
+DAEMON_CALLER = Caller("daemon")
 
 
 @dataclass(slots=True)
@@ -62,6 +87,21 @@ class HookService:
         self.store.route_cancellers.append(self.cancel_route)
         # pane_id → pid of the agent process whose session the pane tracks
         self.agent_pids: dict[str, int] = {}
+        # every pane process started in this run, kept after the pane exits or closes
+        self.pane_procs = ancestry.PaneProcesses()
+        self.store.bus.observers.append(self._on_event)
+        # Hooks are applied in arrival order although the ancestry walk runs in a thread.
+        self._hook_order = asyncio.Lock()
+
+    def _on_event(self, seq: int, name: str, payload: dict[str, Any]) -> None:
+        if name == "pane.created":
+            # the runtime gets its process right after this event (spawning.py)
+            asyncio.get_running_loop().call_soon(self._note_panes)
+
+    def _note_panes(self) -> None:
+        for pane_id, rt in list(self.d.runtimes.items()):
+            if rt.proc is not None:
+                self.pane_procs.note(rt.proc.pid, pane_id)
 
     # ---------------------------------------------------------------- routes
 
@@ -102,32 +142,51 @@ class HookService:
             if rt.proc is not None and rt.live
         }
 
-    def _pane_for(self, p: P.HookEvent) -> tuple[Pane | None, ancestry.Chain | None]:
+    async def _pane_for(
+        self, p: P.HookEvent, reporter_pid: int | None
+    ) -> tuple[Pane | None, ancestry.Chain | None, str | None]:
+        """The pane a hook belongs to: ``(pane, chain, drop reason)``.
+
+        The reporter's ancestry decides whenever it runs in a pane: a hook is never applied
+        to a pane its reporter does not run in (issue #10 item 6: a tmux server started in
+        pane A keeps A's ``SIGNALTTY_PANE`` for an agent shown in pane B). A named pane is
+        used as it is only when the reporter runs in no pane and named it explicitly
+        (``--pane``, or a client with no process to trace); one inherited from the
+        environment is then dropped (``outside_pane``).
+
+        Raises:
+            SignalttyError: ``NO_SUCH_PANE`` for a named pane that does not exist.
+        """
+        named: Pane | None = None
         if p.pane_id:
-            pane = self.store.panes.get(p.pane_id)
-            if pane is None:
+            named = self.store.panes.get(p.pane_id)
+            if named is None:
                 raise SignalttyError("NO_SUCH_PANE", f"no such pane: {p.pane_id}")
-            return pane, None
-        if p.client_pid is None:
-            return None, None
-        chain = ancestry.find_pane(p.client_pid, self._children())
-        if chain.pane_id is None:
-            return None, chain
-        return self.store.panes.get(chain.pane_id), chain
+        if reporter_pid is None:
+            return named, None, None
+        chain = await asyncio.to_thread(ancestry.find_pane, reporter_pid, self._children())
+        if named is not None:  # it may have been closed during the walk
+            named = self.store.panes.get(named.id)
+            if named is None:
+                raise SignalttyError("NO_SUCH_PANE", f"no such pane: {p.pane_id}")
+        if chain.pane_id is not None:
+            pane = self.store.panes.get(chain.pane_id)
+            if named is not None and pane is not None and pane.id != named.id:
+                log.warning("hook.rerouted", named=named.id, pane_id=pane.id, from_env=p.pane_from_env)
+            return pane, chain, None
+        if named is None:
+            return None, chain, None
+        if p.pane_from_env:
+            log.warning("hook.outside_pane", named=named.id)
+            return None, chain, "outside_pane"
+        return named, None, None
 
-    def _identity_chain(
-        self, p: P.HookEvent, pane: Pane, chain: ancestry.Chain | None, session_id: str | None
-    ) -> ancestry.Chain | None:
-        """The reporter's ancestry, walked only when a session id appears or changes."""
-        if chain is not None or p.client_pid is None or session_id is None:
-            return chain
-        if session_id == pane.agent.agent_session_id and pane.id in self.agent_pids:
-            return None
-        found = ancestry.find_pane(p.client_pid, self._children())
-        return found if found.pane_id == pane.id else None
-
-    async def hook_event(self, p: P.HookEvent) -> dict[str, Any]:
+    async def hook_event(self, p: P.HookEvent, peer_pid: int | None = None) -> dict[str, Any]:
         """Steps 1–15 of states.md §3.1, plus native waiting (integrations.md §4.1).
+
+        ``peer_pid`` is the reporter as the kernel saw it connect (``SO_PEERCRED``); the
+        request's ``client_pid`` is used only when it is unknown. Hooks are applied in
+        arrival order.
 
         Raises:
             SignalttyError: ``BAD_PARAMS``, ``RATE_LIMITED`` (payload > 256 KiB),
@@ -161,24 +220,49 @@ class HookService:
         # 3. adapter
         if adapter is None:
             raise SignalttyError("BAD_PARAMS", f"unknown agent: {p.agent}", {"field": "agent"})
-        # 4–5. pane
-        pane, chain = self._pane_for(p)
+        async with self._hook_order:
+            # 4–5. pane (the walk runs in a thread; the lock keeps hooks in arrival order)
+            pane, chain, dropped = await self._pane_for(p, peer_pid or p.client_pid)
+            result, route = self._apply_hook(p, adapter, decision, now, pane, chain, dropped)
+        if route is None:
+            return result
+        return await self._wait_verdict(route, result)
+
+    def _apply_hook(
+        self,
+        p: P.HookEvent,
+        adapter: Adapter,
+        decision: Decision | None,
+        now: float,
+        pane: Pane | None,
+        chain: ancestry.Chain | None,
+        dropped: str | None,
+    ) -> tuple[dict[str, Any], Route | None]:
+        """Steps 6–15 once the pane is known (synchronous); the route to wait on, if any."""
+        payload = p.payload
         base = {"agent": p.agent, "event": p.event}
+        if dropped is not None:
+            # the reporter runs in no pane: the agent goes on by itself (no verdict, exit 0)
+            return {**base, "accepted": False, "dropped": True, "reason": dropped,
+                    "pane_id": None, "lifecycle": None, "attention": None}, None
         if pane is None:
             if p.wait_for_answer:
                 raise SignalttyError("BAD_PARAMS", "native waiting requires a managed pane")
-            return {**base, "accepted": True, "pane_id": None, "lifecycle": None, "attention": None}
+            return {**base, "accepted": True, "pane_id": None, "lifecycle": None, "attention": None}, None
         if p.wait_for_answer and not pane.live:
             raise SignalttyError("PANE_EXITED", f"pane has exited: {pane.id}")
         foreign = _foreign_harness(payload, adapter.kind)
-        session_id = adapter.session_id(payload)
-        chain = self._identity_chain(p, pane, chain, session_id)
+        session_id, rejected = adapter.session_identity(payload)
+        if rejected is not None:  # never stored, never an argv operand (issue 10 item 4)
+            log.warning("hook.session_id_rejected", pane_id=pane.id, reason=resume.rejection(adapter, rejected))
+        if chain is not None and chain.pane_id != pane.id:
+            chain = None
         # Nested agent sessions (e.g. `claude -p` run by a tool inside the pane's agent).
         if chain is not None and session_id is not None and self._is_nested(pane, chain, adapter, session_id):
-            return _dropped(base, pane, "nested_session")
+            return _dropped(base, pane, "nested_session"), None
         if adapter.is_auxiliary(p.event, payload, pane.agent.agent_session_id):
             # e.g. the notify of Codex's hidden title-generation thread
-            return _dropped(base, pane, "unrecognized_hook")
+            return _dropped(base, pane, "unrecognized_hook"), None
         resume_argv = resume.resolve(pane, adapter, session_id) if session_id else None
         reported = (
             pane.agent.resume_source == "reported"
@@ -224,7 +308,7 @@ class HookService:
         if not outcome.accepted:
             if route is not None:
                 self.routes.pop(route.decision_id, None)
-            return _dropped(base, pane, outcome.reason)
+            return _dropped(base, pane, outcome.reason), None
         if chain is not None and session_id is not None:
             agent_pid = ancestry.agent_process(chain, adapter.builtin_names)
             if agent_pid is not None:
@@ -240,9 +324,7 @@ class HookService:
         }
         if outcome.decision_id is not None:
             result["decision_id"] = outcome.decision_id
-        if route is None:
-            return result
-        return await self._wait_verdict(route, result)
+        return result, route
 
     def _is_nested(self, pane: Pane, chain: ancestry.Chain, adapter: Adapter, session_id: str) -> bool:
         """A hook from a second agent process running *inside* the pane's tracked agent.
@@ -277,7 +359,7 @@ class HookService:
             assert value is not None
             result["native_verdict"] = permission.verdict_json(value)
             return result
-        self._end_without_verdict(route, "native_cancelled")
+        self._end_without_verdict(route, "native_cancelled", value)
         result["native_verdict"] = None
         result["cancelled"] = value
         pane = self.store.panes.get(route.pane_id)
@@ -286,15 +368,19 @@ class HookService:
             result["attention"] = pane.attention.value
         return result
 
-    def _end_without_verdict(self, route: Route, reason: str) -> None:
+    def _end_without_verdict(self, route: Route, reason: str, cancelled: str | None = None) -> None:
+        """Drop the route; clear its decision if still current. ``cancelled`` (the waiter's
+        ending, e.g. ``timeout``) is added to the event, so the notifier can tell the person
+        that the agent now asks in its terminal (issue 13 item 7)."""
         self.routes.pop(route.decision_id, None)
         pane = self.store.panes.get(route.pane_id)
         if pane is not None and pane.pending_decision is not None and pane.pending_decision.id == route.decision_id:
             dec = pane.pending_decision
             pane.pending_decision = None
-            self.store.apply(
-                [rules.Emit("decision.cleared", {"pane_id": pane.id, "decision_id": dec.id, "reason": reason})]
-            )
+            payload = {"pane_id": pane.id, "decision_id": dec.id, "reason": reason}
+            if cancelled is not None:
+                payload["cancelled"] = cancelled
+            self.store.apply([rules.Emit("decision.cleared", payload)])
 
     # ---------------------------------------------------------------- report-session
 
@@ -308,14 +394,15 @@ class HookService:
         pane = self.store.panes.get(p.pane_id)
         if pane is None:
             raise SignalttyError("NO_SUCH_PANE", f"no such pane: {p.pane_id}")
-        try:
-            session_id = resume.validate_session_id(p.agent_session_id)
-        except ValueError as exc:
-            raise SignalttyError("BAD_PARAMS", str(exc), {"field": "agent_session_id"}) from None
         kind = p.agent or (pane.agent.kind if pane.agent.kind not in ("none",) else "generic")
         adapter = resolve_adapter(getattr(self.d, "catalog", None), kind)
         if adapter is None:
             raise SignalttyError("BAD_PARAMS", f"unknown agent: {kind}", {"field": "agent"})
+        try:
+            session_id = resume.validate_session_id(p.agent_session_id, adapter.session_id_grammar)
+        except ValueError as exc:
+            log.warning("report_session.session_id_rejected", pane_id=pane.id, reason=str(exc))
+            raise SignalttyError("BAD_PARAMS", str(exc), {"field": "agent_session_id"}) from None
         source = "adapter"
         if p.resume_argv is not None:
             try:
@@ -336,14 +423,21 @@ class HookService:
 
     # ---------------------------------------------------------------- answers
 
-    async def answer(self, p: P.DecisionAnswer) -> dict[str, Any]:
+    async def answer(self, p: P.DecisionAnswer, caller: Caller) -> dict[str, Any]:
         """``decision.answer`` (integrations.md §4.2); check-and-consume is synchronous.
 
+        The caller is checked first (``check_caller``), before anything about the decision
+        is looked at; then the decision is found (``_decision_pane``), checked and consumed
+        without yielding to the loop.
+
         Raises:
-            SignalttyError: ``NO_SUCH_DECISION``, ``BAD_PARAMS``, ``PANE_EXITED``, ``IO_ERROR``.
+            SignalttyError: ``FORBIDDEN`` (caller inside a pane), ``NO_SUCH_DECISION``,
+                ``AMBIGUOUS`` (a bare id pending on several panes), ``BAD_PARAMS``,
+                ``PANE_EXITED``, ``IO_ERROR``.
         """
         if (p.option_id is None) == (p.verdict is None):
             raise SignalttyError("BAD_PARAMS", "exactly one of option_id or verdict is required")
+        await self.check_caller(caller)
         pane = self._decision_pane(p)
         dec = pane.pending_decision
         assert dec is not None
@@ -397,17 +491,86 @@ class HookService:
         adapter = adapter_for(pane.agent.kind)
         return adapter.answer_channel() if adapter is not None else None
 
+    async def check_caller(self, caller: Caller) -> None:
+        """The self-approval guard (issue #10 item 3).
+
+        Refuses an answer whose calling process runs inside one of our panes — it descends
+        from a live pane's process, is in the session of a pane's process (a background job
+        left by a tool call), or was started with ``SIGNALTTY_PANE`` naming one of our
+        panes — and one whose process cannot be traced (unknown pid, exited, pid reused).
+        The daemon's own surfaces (notification buttons) pass; so does everyone when config
+        ``permissions.answer_from_panes`` is true. ``/proc`` is read in a worker thread.
+
+        Raises:
+            SignalttyError: ``FORBIDDEN`` with ``REFUSED_FROM_PANE`` (details: ``surface``,
+                ``why``, ``pane_id`` when traced to one, ``setting``).
+        """
+        if caller.surface == "daemon" or self.d.config.permissions.answer_from_panes:
+            return
+        self._note_panes()
+        origin: ancestry.Origin
+        if caller.pid is None:
+            origin = ancestry.Origin(True, "unknown")
+        else:
+            sessions, pane_ids = self.pane_procs.snapshot()
+            origin = await asyncio.to_thread(
+                ancestry.caller_origin,
+                caller.pid,
+                live_children=self._children(),
+                sessions=sessions,
+                pane_ids=pane_ids | set(self.store.panes),
+                connected_at=caller.connected_at,
+            )
+        if not origin.inside:
+            return
+        log.warning(
+            "decision.answer_refused", surface=caller.surface, why=origin.why, caller_pane=origin.pane_id
+        )
+        details: dict[str, Any] = {
+            "surface": caller.surface,
+            "why": origin.why,
+            "setting": "permissions.answer_from_panes",
+        }
+        if origin.pane_id is not None:
+            details["pane_id"] = origin.pane_id
+        raise SignalttyError("FORBIDDEN", REFUSED_FROM_PANE, details)
+
     def _decision_pane(self, p: P.DecisionAnswer) -> Pane:
+        """The pane whose pending decision ``p`` names (issue #10 item 5).
+
+        ``{pane_id, decision_id}`` resolves exactly that pane's decision; a bare
+        ``decision_id`` must be pending on exactly one pane; a bare ``pane_id`` takes the
+        pane's pending decision.
+
+        Raises:
+            SignalttyError: ``BAD_PARAMS`` (neither given), ``NO_SUCH_DECISION``,
+                ``AMBIGUOUS`` (details: ``decision_id``, ``pane_ids``).
+        """
         if p.decision_id is None and p.pane_id is None:
             raise SignalttyError("BAD_PARAMS", "pane_id or decision_id is required")
+        if p.decision_id is not None and p.pane_id is not None:
+            pane = self.store.panes.get(p.pane_id)
+            dec = pane.pending_decision if pane is not None else None
+            if pane is None or dec is None or dec.id != p.decision_id:
+                raise SignalttyError("NO_SUCH_DECISION", f"no such decision on {p.pane_id}: {p.decision_id}")
+            return pane
         if p.decision_id is not None:
-            for pane in self.store.panes.values():
-                dec = pane.pending_decision
-                if dec is not None and dec.id == p.decision_id:
-                    if p.pane_id is not None and p.pane_id != pane.id:
-                        break
-                    return pane
-            raise SignalttyError("NO_SUCH_DECISION", f"no such decision: {p.decision_id}")
+            matches = [
+                pane
+                for pane in self.store.panes.values()
+                if pane.pending_decision is not None and pane.pending_decision.id == p.decision_id
+            ]
+            if not matches:
+                raise SignalttyError("NO_SUCH_DECISION", f"no such decision: {p.decision_id}")
+            if len(matches) > 1:
+                ids = [pane.id for pane in matches]
+                raise SignalttyError(
+                    "AMBIGUOUS",
+                    f"decision {p.decision_id} is pending on {len(ids)} panes ({', '.join(ids)}); "
+                    "name the pane too",
+                    {"decision_id": p.decision_id, "pane_ids": ids},
+                )
+            return matches[0]
         assert p.pane_id is not None
         pane = self.store.panes.get(p.pane_id)
         if pane is None or pane.pending_decision is None:

@@ -3,7 +3,9 @@
 Each connection: peer-uid check, bounded line framing, requests handled one at a time in
 arrival order, a bounded outbound queue shared by responses, state events and ``pty.data``,
 and the single-flight rule (a further line or EOF cancels a pending ``wait`` and closes the
-connection without a response). Spec: protocol.md §1–§3, desktop-and-service.md §9.
+connection without a response). Bounded (issue 10 §10): all queues together stay under
+``server.outbound_total_mib`` and idle connections close after ``server.idle_timeout_s``
+(docs/architecture.md "Bounded resources"). Spec: protocol.md §1–§3, desktop-and-service.md §9.
 """
 
 from __future__ import annotations
@@ -13,19 +15,26 @@ import base64
 import contextlib
 import itertools
 import os
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from signaltty.core.limits import CONN_QUEUE_BYTES, CONN_QUEUE_EVENTS, MAX_CONNECTIONS
+from signaltty.core.limits import (
+    CONN_QUEUE_BYTES,
+    CONN_QUEUE_EVENTS,
+    CONN_TRANSPORT_BYTES,
+    MAX_CONNECTIONS,
+)
 from signaltty.proto import envelope
 from signaltty.proto.constants import is_reserved, is_single_flight
 from signaltty.proto.envelope import SignalttyError
 from signaltty.proto.framing import TOO_LONG, LineBuffer
 from signaltty.server.bus import glob_match
 from signaltty.system.peercred import peer_uid
+from signaltty.system.peerpid import peer_pid
 
 if TYPE_CHECKING:
     from signaltty.server.daemon import Daemon
@@ -37,15 +46,27 @@ _conn_ids = itertools.count(1)
 
 
 class Connection:
-    """One client connection: request loop, outbound queue, subscriptions, attachments."""
+    """One client connection: request loop, outbound queue, subscriptions, attachments.
 
-    def __init__(self, daemon: Daemon, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    Bounded (issue 10 §10): its queue holds at most 4096 events / 8 MiB (protocol.md §3 slow
+    reader) and counts toward the listener's total; with no subscription, attachment or call
+    in flight it is closed after ``server.idle_timeout_s`` without a complete request.
+    """
+
+    def __init__(
+        self,
+        daemon: Daemon,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        listener: Listener | None = None,
+    ) -> None:
         self.d = daemon
+        self._listener = listener
         self.id = next(_conn_ids)
         self.log = log.bind(conn_id=self.id)
         self._reader = reader
         self._writer = writer
-        self._queue: deque[bytes] = deque()
+        self._queue: deque[tuple[bytes, bool]] = deque()  # (message, is_event)
         self._queued_bytes = 0
         self._queued_events = 0
         self._wake = asyncio.Event()
@@ -58,33 +79,87 @@ class Connection:
         self.close_after_response = False
         self.pending_replay: list[tuple[int, str, dict[str, Any]]] | None = None
         self.dropped_events = 0
+        self._last_request = asyncio.get_running_loop().time()
+        # Who connected (kernel-recorded at connect time) and when: hook routing and the
+        # self-approval guard trace this process, never a pid the client claims.
+        sock = writer.get_extra_info("socket")
+        self.peer_pid: int | None = peer_pid(sock) if sock is not None else None
+        self.opened_at = time.time()
 
     # ---------------------------------------------------------------- outbound
 
     def _enqueue(self, data: bytes, *, is_event: bool) -> bool:
+        """Write or queue one message; False when it was not (closing, dropped, lost).
+
+        Never raises: events are delivered from the pane pump and the bus, which must go on
+        with the chunk (its OSC items, the other viewers) whatever happened to this client.
+        """
         if self._closing:
+            return False
+        if self._writer.transport.is_closing():
+            # The peer reset the connection and the request loop has not seen it yet.
+            self._lost()
             return False
         if is_event and (
             self._queued_events >= CONN_QUEUE_EVENTS or self._queued_bytes + len(data) > CONN_QUEUE_BYTES
         ):
             if self._filters is not None or self.attached:
-                self.log.warning("conn.slow_reader_closed", queued=self._queued_events)
-                self.abort()
+                self.drop("queue_full")
             else:
                 self.dropped_events += 1
             return False
         if not self._queue and self._writer.transport.get_write_buffer_size() < _DIRECT_WRITE_MAX:
             # Nothing queued and the socket keeps up: write now, saving the writer task's
             # loop turn (which may sit behind a screen-drain step).
-            self._writer.write(data)
-            return True
-        self._queue.append(data)
-        self._queued_bytes += len(data)
-        if is_event:
-            self._queued_events += 1
+            return self._write(data)
+        self._queue.append((data, is_event))
+        self._account(len(data), 1 if is_event else 0)
         self._drained.clear()
         self._wake.set()
+        if self._listener is not None:
+            self._listener.shed()  # may close this very connection
+        return not self._closing
+
+    def _write(self, data: bytes) -> bool:
+        try:
+            self._writer.write(data)
+        except (RuntimeError, ConnectionError, OSError):
+            # uvloop raises RuntimeError on a transport closed under us (peer reset).
+            self._lost()
+            return False
         return True
+
+    def _account(self, nbytes: int, nevents: int) -> None:
+        self._queued_bytes += nbytes
+        self._queued_events += nevents
+        if self._listener is not None:
+            self._listener.queued_total += nbytes
+
+    def _clear_queue(self) -> None:
+        self._account(-self._queued_bytes, -self._queued_events)
+        self._queue.clear()
+
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes waiting in this connection's queue (not yet handed to the transport)."""
+        return self._queued_bytes
+
+    def drop(self, reason: str) -> None:
+        """Close a reader that fell too far behind (``queue_full``, ``outbound_total``,
+        ``stalled``), logging why; its queue is released at once."""
+        if self._closing:
+            return
+        self.log.warning(
+            "conn.slow_reader_closed",
+            reason=reason,
+            queued_bytes=self._queued_bytes,
+            queued_events=self._queued_events,
+            subscribed=self._filters is not None,
+            attached=len(self.attached),
+        )
+        if self._listener is not None:
+            self._listener.closed_slow += 1
+        self.abort()
 
     def send(self, obj: dict[str, Any]) -> None:
         """Queue a response (never dropped; request reading waits while the queue is full)."""
@@ -120,31 +195,36 @@ class Connection:
                 await self._wake.wait()
                 self._wake.clear()
                 while self._queue:
-                    chunk = self._queue.popleft()
-                    self._queued_bytes -= len(chunk)
-                    if chunk.startswith(b'{"protocol":"signaltty/1","type":"event"'):
-                        self._queued_events -= 1
+                    chunk, is_event = self._queue.popleft()
+                    self._account(-len(chunk), -1 if is_event else 0)
                     self._writer.write(chunk)
-                    if self._writer.transport.get_write_buffer_size() > 1 << 20:
+                    # Bounded transport buffer: the backlog of a stalled reader stays in the
+                    # queue, where it is counted and capped.
+                    if self._writer.transport.get_write_buffer_size() > CONN_TRANSPORT_BYTES:
                         await self._writer.drain()
                 await self._writer.drain()
                 self._drained.set()
                 if self._closing:
                     return
-        except (ConnectionError, OSError):
-            self._closing = True
-            self._drained.set()
+        except (ConnectionError, OSError, RuntimeError):
+            self._lost()
 
     # ---------------------------------------------------------------- lifecycle
 
     def abort(self) -> None:
         """Drop the queue and close now (idempotent)."""
         self._closing = True
-        self._queue.clear()
-        self._queued_bytes = self._queued_events = 0
+        self._clear_queue()
         self._wake.set()
         self._drained.set()
-        self._writer.transport.abort()
+        with contextlib.suppress(RuntimeError):
+            self._writer.transport.abort()
+
+    def _lost(self) -> None:
+        """The transport failed or was closed by the peer: stop writing, release the queue."""
+        if not self._closing:
+            self.log.debug("conn.lost")
+        self.abort()
 
     async def close(self) -> None:
         """Flush what is queued, then close (idempotent)."""
@@ -172,15 +252,20 @@ class Connection:
         try:
             while not self._closing:
                 if not pending:
-                    data = await self._reader.read(1 << 16)
+                    try:
+                        async with asyncio.timeout_at(self._idle_deadline()):
+                            data = await self._reader.read(1 << 16)
+                    except TimeoutError:
+                        self._close_idle()
+                        break
                     if not data:
                         break
                     pending.extend(lines.feed(data))
                     continue
-                # Backpressure: a client that never reads stops being read.
-                while self._queued_bytes > CONN_QUEUE_BYTES and not self._closing:
-                    self._drained.clear()
-                    await self._drained.wait()
+                # Backpressure: a client that never reads stops being read (and is closed
+                # when its queue does not drain within the idle timeout).
+                if not await self._wait_drained():
+                    break
                 item = pending.popleft()
                 if item is TOO_LONG:
                     self.send(envelope.fail("?", SignalttyError("RATE_LIMITED", "line too large")))
@@ -188,7 +273,12 @@ class Connection:
                 assert isinstance(item, bytes)
                 if not item.strip():
                     continue
-                keep_going = await self._handle_line(item, pending, lines)
+                self._last_request = asyncio.get_running_loop().time()
+                try:
+                    keep_going = await self._handle_line(item, pending, lines)
+                finally:
+                    # a long call (a 60 s wait) is not idleness: the clock starts after it
+                    self._last_request = asyncio.get_running_loop().time()
                 if not keep_going:
                     break
         except (ConnectionError, OSError):
@@ -201,6 +291,31 @@ class Connection:
             writer_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await writer_task
+
+    def _idle_deadline(self) -> float | None:
+        """Loop time at which this connection counts as idle, or None while it is exempt:
+        subscribed or attached (it waits for us, not we for it)."""
+        if self._filters is not None or self.attached:
+            return None
+        return self._last_request + self.d.config.server.idle_timeout_s
+
+    def _close_idle(self) -> None:
+        self.log.info("conn.idle_closed", idle_timeout_s=self.d.config.server.idle_timeout_s)
+        if self._listener is not None:
+            self._listener.closed_idle += 1
+
+    async def _wait_drained(self) -> bool:
+        """Wait while the queue is over its cap; False (connection dropped) when it does
+        not drain within the idle timeout."""
+        while self._queued_bytes > CONN_QUEUE_BYTES and not self._closing:
+            self._drained.clear()
+            try:
+                async with asyncio.timeout(self.d.config.server.idle_timeout_s):
+                    await self._drained.wait()
+            except TimeoutError:
+                self.drop("stalled")
+                return False
+        return not self._closing
 
     async def _handle_line(self, line: bytes, pending: deque[bytes | object], lines: LineBuffer) -> bool:
         try:
@@ -287,12 +402,15 @@ class Connection:
         finally:
             self.d.single_flight.discard(call)
             if call.cancelled():
-                self._queue.clear()
-                self._queued_bytes = self._queued_events = 0
+                self._clear_queue()
 
 
 class Listener:
-    """Accepts connections on the daemon's socket (at most 256 at a time)."""
+    """Accepts connections on the daemon's socket (at most 256 at a time).
+
+    Keeps the total of all connections' outbound queues under ``server.outbound_total_mib``
+    (issue 10 §10): stalled readers cannot hold more than that between them.
+    """
 
     def __init__(self, daemon: Daemon) -> None:
         self.d = daemon
@@ -301,6 +419,21 @@ class Listener:
         self._tasks: set[asyncio.Task[None]] = set()
         self._uid = os.getuid()
         self.refused_uid = 0
+        self.queued_total = 0  # bytes in every connection's queue (Connection._account)
+        self.queued_cap = daemon.config.server.outbound_total_mib << 20
+        self.closed_slow = 0
+        self.closed_idle = 0
+        self.refused_full = 0
+        self._refused_logged_at = float("-inf")
+
+    def shed(self) -> None:
+        """While the queues together exceed the cap, close the connection with the largest
+        backlog (a stalled reader; a reading one has next to nothing queued)."""
+        while self.queued_total > self.queued_cap:
+            victim = max(self.connections, key=lambda c: c.queued_bytes, default=None)
+            if victim is None or victim.queued_bytes == 0:
+                return
+            victim.drop("outbound_total")
 
     async def start(self, path: str) -> None:
         """Bind, chmod 0600 and listen (the socket file is the singleton lock)."""
@@ -316,6 +449,10 @@ class Listener:
             "open": len(self.connections),
             "queued_events": sum(c._queued_events for c in self.connections),
             "dropped_events": sum(c.dropped_events for c in self.connections),
+            "queued_bytes": self.queued_total,
+            "closed_slow": self.closed_slow,
+            "closed_idle": self.closed_idle,
+            "refused_full": self.refused_full,
         }
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -327,13 +464,24 @@ class Listener:
             writer.transport.abort()
             return
         if len(self.connections) >= MAX_CONNECTIONS or self.d.shutting_down:
-            err = SignalttyError("RATE_LIMITED", "too many connections")
-            with contextlib.suppress(ConnectionError, OSError):
+            idle_s = self.d.config.server.idle_timeout_s
+            why = "the daemon is shutting down" if self.d.shutting_down else (
+                f"{len(self.connections)} open; connections idle for {idle_s:g} s are closed, try again"
+            )
+            self.refused_full += 1
+            now = time.monotonic()
+            if now - self._refused_logged_at >= 10:  # a client retrying in a loop: one line per 10 s
+                self._refused_logged_at = now
+                log.warning("conn.refused_full", open=len(self.connections), refused_total=self.refused_full)
+            err = SignalttyError("RATE_LIMITED", f"too many connections ({why})")
+            with contextlib.suppress(ConnectionError, OSError, RuntimeError):
                 writer.write(envelope.encode(envelope.fail("?", err)))
-                await writer.drain()
-            writer.close()
+                async with asyncio.timeout(2):  # a refused client that never reads
+                    await writer.drain()
+            with contextlib.suppress(RuntimeError):
+                writer.close()
             return
-        conn = Connection(self.d, reader, writer)
+        conn = Connection(self.d, reader, writer, self)
         self.connections.add(conn)
         task = asyncio.current_task()
         if task is not None:

@@ -19,8 +19,10 @@ import os
 import re
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 import regex
@@ -28,10 +30,18 @@ import structlog
 
 from signaltty.core import rules
 from signaltty.core.ids import new_id
-from signaltty.core.limits import PTY_READ_BYTES, RAW_RING_BYTES, SCREEN_SLICE_BYTES
+from signaltty.core.limits import (
+    PTY_READ_BYTES,
+    RAW_RING_BYTES,
+    SCREEN_SLICE_BYTES,
+    WAIT_REGEX_BUDGET_DEFAULT_S,
+    WAIT_REGEX_SEARCH_S,
+    WAIT_REGEX_SHARE,
+)
 from signaltty.core.model import Pane, iso
 from signaltty.core.rules import NotificationInput
 from signaltty.core.sanitize import strip_ansi
+from signaltty.core.screen_rules import PatternError, compile_pattern
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server.coalesce import Coalescer
 from signaltty.server.status_layer import ProgramStatusLayer
@@ -111,6 +121,8 @@ class PaneRuntime:
         self.raw = bytearray()
         self.output_offset = 0
         self.viewers: set[Viewer] = set()
+        # viewers attached with ``mark_seen: false`` (tools, not a person); pruned lazily
+        self._passive: set[Viewer] = set()
         self.proc: ptymod.PtyProcess | None = None
         self.watcher: ptymod.ExitWatcher | None = None
         self.eof = False
@@ -133,6 +145,22 @@ class PaneRuntime:
         self.on_exit_hooks: list[Callable[[PaneRuntime], None]] = []
         self.status = ProgramStatusLayer(store, pane)
         self._reply_tasks: set[asyncio.Task[None]] = set()
+
+    # ---------------------------------------------------------------- viewers
+
+    def set_watching(self, viewer: Viewer, watching: bool) -> None:
+        """Record whether ``viewer`` (already in :attr:`viewers`) is a person looking."""
+        self._passive &= self.viewers
+        if watching:
+            self._passive.discard(viewer)
+        else:
+            self._passive.add(viewer)
+
+    @property
+    def watched(self) -> bool:
+        """True while an interactive viewer is attached (issue 13 item 9: its own BEL, OSC
+        notification or exit then leaves the pane's attention alone)."""
+        return any(v not in self._passive for v in self.viewers)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -210,7 +238,11 @@ class PaneRuntime:
         self.screen.feed(data[prefed:] if prefed else data)
         if self.viewers:
             for viewer in list(self.viewers):
-                viewer.deliver_data(self.pane.id, data, self.output_offset)
+                try:
+                    viewer.deliver_data(self.pane.id, data, self.output_offset)
+                except Exception:  # noqa: BLE001 - a viewer's fault never costs the chunk its items
+                    log.exception("pump.viewer_failed", pane_id=self.pane.id)
+                    self.viewers.discard(viewer)
         if self._output_listeners:
             for listener in list(self._output_listeners):
                 listener(data)
@@ -377,9 +409,9 @@ class PaneRuntime:
                         source=source,
                         attention_source="osc",
                     )
-                    effects = rules.on_notification(pane, note, now=now)
+                    effects = rules.on_notification(pane, note, now=now, watched=self.watched)
                 case osc.Bell():
-                    effects = rules.on_bell(pane, now=now)
+                    effects = rules.on_bell(pane, now=now, watched=self.watched)
                 case osc.Cwd(path=path):
                     effects = rules.on_cwd(pane, path, is_dir=os.path.isdir(path))
                 case osc.Progress(state=state, percent=percent, raw=raw):
@@ -599,7 +631,10 @@ class PaneRuntime:
                 break
             drained += n
         store = self.store
-        effects = rules.on_exit(self.pane, code, now=store.now(), shutting_down=store.shutting_down)
+        # an attached viewer sees the exit: it is not news for later (issue 13 item 9)
+        effects = rules.on_exit(
+            self.pane, code, now=store.now(), shutting_down=store.shutting_down, watched=self.watched
+        )
         store.apply(effects)
         self._progress_events.cancel()
         self.status.reset()
@@ -673,59 +708,140 @@ class PaneRuntime:
         """Release the master and stop watching (idempotent); the child is reaped if it exits."""
         self.closed = True
         self.viewers.clear()
+        self._passive.clear()
         self._output_listeners.clear()
         self._progress_events.cancel()
         self._close_master()
 
 
-# User patterns run on the loop with a time limit per evaluation (the ``regex`` library
-# enforces it; stdlib ``re`` cannot be interrupted, and holds the GIL, so a catastrophic
-# pattern such as ``(a|aa)+$`` would freeze every client). Over the limit the call fails.
-_REGEX_TIMEOUT_S = 0.05
+# User patterns (issue 10 §10). A search runs in a worker thread (the ``regex`` library
+# releases the GIL while matching a ``str``), so a catastrophic pattern such as ``(x+x+)+y``
+# never holds the event loop; stdlib ``re`` could be neither interrupted nor run beside the
+# loop. Each line's search has its own time limit and the whole call a matching budget.
+_regex_pool: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _regex_pool
+    if _regex_pool is None:
+        # Two workers: slow patterns of several clients queue here, never on the loop.
+        _regex_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="signaltty-regex")
+    return _regex_pool
 
 
 class Matcher:
-    """Substring or regular-expression matcher for ``pane.wait_for_output``."""
+    """Substring or regular-expression matcher of one ``pane.wait_for_output`` call.
 
-    def __init__(self, match: str, pattern: regex.Pattern[str] | None) -> None:
+    A regex may spend at most ``WAIT_REGEX_SEARCH_S`` on one line and, over the call,
+    ``budget_s`` plus ``WAIT_REGEX_SHARE`` of the call's elapsed time. A scan starts at once
+    while an eighth of the budget is left, else once that much is back (at most 5 s later
+    with the defaults), so a fair pattern on a busy pane is slowed to that share and never
+    cut off, while a catastrophic one uses the budget up within its first scans. Over either limit the call fails with
+    ``BAD_PARAMS`` naming ``match``.
+
+    Args:
+        timeout_s: the call's own timeout; a scan that would have to wait past it does not
+            run (the caller then times out as usual).
+    """
+
+    def __init__(
+        self,
+        match: str,
+        pattern: regex.Pattern[str] | None,
+        budget_s: float = WAIT_REGEX_BUDGET_DEFAULT_S,
+        timeout_s: float = float("inf"),
+    ) -> None:
         self._match = match
         self._pattern = pattern
+        self._budget_s = budget_s
+        self._started = time.perf_counter()
+        self._deadline = self._started + timeout_s
+        # Seconds of matching so far: written by the worker, read on the loop only once its
+        # scan is over (one scan at a time per call).
+        self._spent = 0.0
+        self._cancelled = threading.Event()
 
-    def first_match(self, lines: list[str]) -> str | None:
+    def _allowance(self, now: float) -> float:
+        return self._budget_s + WAIT_REGEX_SHARE * (now - self._started) - self._spent
+
+    async def first_match(self, lines: list[str]) -> str | None:
         """The first line that matches, or ``None``.
 
         Raises:
-            SignalttyError: ``BAD_PARAMS`` when the pattern exceeds its time limit.
+            SignalttyError: ``BAD_PARAMS`` (``details.field`` ``match``) when the regex
+                exceeds its per-line limit or the call's matching budget.
         """
         if self._pattern is None:
             return next((ln for ln in lines if self._match in ln), None)
-        search = self._pattern.search
+        now = time.perf_counter()
+        delay = (self._budget_s / 8 - self._allowance(now)) / WAIT_REGEX_SHARE
+        if delay > 0:
+            if now + delay >= self._deadline:
+                await asyncio.sleep(max(0.0, self._deadline - now))
+                return None
+            await asyncio.sleep(delay)
+        job = _pool().submit(self._scan, lines)
         try:
-            return next((ln for ln in lines if search(ln, timeout=_REGEX_TIMEOUT_S) is not None), None)
-        except TimeoutError:
+            line, verdict = await asyncio.wrap_future(job)
+        except asyncio.CancelledError:
+            self._cancelled.set()  # a running scan stops before its next line
+            raise
+        if verdict is not None:
             raise SignalttyError(
-                "BAD_PARAMS", "regex too slow on this output (catastrophic backtracking?)", {"field": "match"}
-            ) from None
+                "BAD_PARAMS",
+                f"regex too slow on this output ({verdict}; catastrophic backtracking?)",
+                {"field": "match", "budget_s": self._budget_s},
+            )
+        return line
 
-    def last_match(self, lines: list[str]) -> str | None:
+    async def last_match(self, lines: list[str]) -> str | None:
         """The last line that matches, or ``None`` (same errors as ``first_match``)."""
-        return self.first_match(lines[::-1])
+        return await self.first_match(lines[::-1])
+
+    def _scan(self, lines: list[str]) -> tuple[str | None, str | None]:
+        """Worker thread: ``(matching line or None, why it gave up or None)``."""
+        assert self._pattern is not None
+        search = self._pattern.search
+        t0 = time.perf_counter()
+        too_slow = f"used its {self._budget_s:g} s matching budget"
+        try:
+            for line in lines:
+                if self._cancelled.is_set():
+                    return None, None
+                now = time.perf_counter()
+                left = self._allowance(now) - (now - t0)
+                if left <= 0:
+                    return None, too_slow
+                try:
+                    if search(line, timeout=min(WAIT_REGEX_SEARCH_S, left)) is not None:
+                        return line, None
+                except TimeoutError:
+                    if left > WAIT_REGEX_SEARCH_S:
+                        return None, f"over {WAIT_REGEX_SEARCH_S * 1000:g} ms on one line"
+                    return None, too_slow
+            return None, None
+        finally:
+            self._spent += time.perf_counter() - t0
 
 
-def compile_matcher(match: str, is_regex: bool) -> Matcher:
-    """Build the matcher of ``pane.wait_for_output`` (Python ``re`` syntax; the ``regex``
-    library accepts it and adds the time limit).
+def compile_matcher(
+    match: str, is_regex: bool, budget_s: float = WAIT_REGEX_BUDGET_DEFAULT_S, timeout_s: float = float("inf")
+) -> Matcher:
+    """Build the matcher of ``pane.wait_for_output`` (Python ``re`` syntax, with the size
+    limits of screen-rule patterns: compiling expands counted repeats, so ``a{4294967294}``
+    would otherwise take GBs; see ``core.screen_rules.compile_pattern``).
 
     Raises:
-        SignalttyError: ``BAD_PARAMS`` for an invalid regex.
+        SignalttyError: ``BAD_PARAMS`` (``details.field`` ``match``) for an invalid or
+            oversized regex.
     """
     if not is_regex:
-        return Matcher(match, None)
+        return Matcher(match, None, budget_s, timeout_s)
     try:
-        pattern = regex.compile(match)
-    except (regex.error, RecursionError, OverflowError, ValueError) as exc:
+        pattern = compile_pattern(match)
+    except PatternError as exc:
         raise SignalttyError("BAD_PARAMS", f"invalid regex: {exc}", {"field": "match"}) from None
-    return Matcher(match, pattern)
+    return Matcher(match, pattern, budget_s, timeout_s)
 
 
 class LineCollector:

@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from signaltty import __version__
+from signaltty.agents.resume import clean_restored
 from signaltty.core.ids import slugify, unique_handle
 from signaltty.core.limits import (
     COLS_MAX,
@@ -111,52 +112,94 @@ class Restored:
     errors: list[str] = field(default_factory=list)
 
 
+class CorruptSnapshot(ValueError):
+    """A snapshot that cannot be used as a whole: the one failure :func:`parse_snapshot` raises.
+
+    :func:`load_snapshot` answers it by moving the file aside as ``snapshot.<aside>-<ts>``
+    and starting empty (desktop-and-service.md §8.3; issue 10 §8).
+
+    Attributes:
+        aside: ``"corrupt"`` (unparsable, wrong shape, version not an integer) or
+            ``"unsupported-v<N>"`` (another integer version, 0 ≤ N < 10⁶).
+    """
+
+    def __init__(self, reason: str, aside: str = "corrupt") -> None:
+        super().__init__(reason)
+        self.aside = aside
+
+
+# Far above any real snapshot (512 panes of a few kB each); a bigger file is not read.
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+# Versions this large are not a future format but damage: "corrupt", not "unsupported-v…".
+_MAX_VERSION = 1_000_000
+
+
 def _stamp() -> str:
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime())
 
 
-def load_snapshot(state_dir: Path) -> Restored:
-    """Read ``snapshot.json`` (desktop-and-service.md §8.3).
+def _preview(value: Any) -> str:
+    """A short, printable rendering of a hostile value for an error message."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
-    Missing → empty. Unparsable → renamed ``snapshot.corrupt-<ts>``; other version →
-    ``snapshot.unsupported-v<N>-<ts>``; both start empty with an error recorded. Records that
-    cannot be read are skipped one by one (logged), never fatal.
+
+def parse_snapshot(raw: bytes) -> Restored:
+    """Read the records of a ``snapshot.json`` (pure: no I/O; tails are not read).
+
+    The document must be a JSON object whose ``version`` is the integer 1. Within it,
+    everything is hostile and handled record by record: a container that is not a list is
+    ignored, and a workspace, pane or notification that cannot be read (mistyped fields,
+    an id that is not a plain ``[A-Za-z0-9_-]`` string, a duplicate, a pane of a missing
+    workspace) is skipped; each skip adds one line to ``errors``.
+
+    Args:
+        raw: the file's bytes (UTF-8, or any encoding ``json.loads`` detects).
+
+    Returns:
+        The records that could be read, cleaned and repaired (§8.3), and the errors.
+
+    Raises:
+        CorruptSnapshot: not JSON (or nested too deep), not an object, or a ``version``
+            other than the integer 1. Nothing else escapes.
+
+    Spec: desktop-and-service.md §8.3; issue 10 §8.
     """
-    out = Restored()
-    path = state_dir / "snapshot.json"
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return out
-    except OSError as exc:
-        out.errors.append(f"cannot read snapshot: {exc}")
-        return out
     try:
         doc = json.loads(raw)
-        if not isinstance(doc, dict):
-            raise ValueError("snapshot root is not an object")
     except (ValueError, RecursionError) as exc:
-        aside = state_dir / f"snapshot.corrupt-{_stamp()}"
-        os.replace(path, aside)
-        out.errors.append(f"corrupt snapshot moved to {aside.name}: {exc}")
-        return out
-    for key in ("workspaces", "panes", "notifications"):
-        if not isinstance(doc.get(key, []), list):
-            out.errors.append(f"snapshot field {key!r} is not a list; ignored")
-            doc[key] = []
-    version = doc.get("version")
+        # ValueError covers JSONDecodeError, UnicodeDecodeError and over-long integers.
+        raise CorruptSnapshot(f"not readable JSON: {_preview(str(exc))}") from None
+    if not isinstance(doc, dict):
+        raise CorruptSnapshot("snapshot root is not an object")
+    if "version" not in doc:
+        raise CorruptSnapshot("snapshot has no version")
+    version = doc["version"]
+    # bool is an int in Python (True == 1): only a real integer names a format.
+    if type(version) is not int or not 0 <= version < _MAX_VERSION:
+        raise CorruptSnapshot(f"snapshot version {_preview(version)} is not a format version")
     if version != SNAPSHOT_VERSION:
-        aside = state_dir / f"snapshot.unsupported-v{version}-{_stamp()}"
-        os.replace(path, aside)
-        out.errors.append(f"unsupported snapshot version {version!r} moved to {aside.name}")
-        return out
+        raise CorruptSnapshot(
+            f"unsupported snapshot version {version}", aside=f"unsupported-v{version}"
+        )
+
+    out = Restored()
+    records: dict[str, list[Any]] = {}
+    for key in ("workspaces", "panes", "notifications"):
+        value = doc.get(key)
+        if value is None:
+            value = []
+        if not isinstance(value, list):
+            out.errors.append(f"snapshot field {key!r} is not a list; ignored")
+            value = []
+        records[key] = value
     # Records come from disk and may be anything: each one that cannot be read (any error,
     # e.g. OverflowError for 1e999) is skipped and logged, never fatal (§8.3).
-    for d in doc.get("workspaces") or []:
+    for d in records["workspaces"]:
         try:
             ws = _clean_workspace(Workspace.from_wire(d))
         except Exception as exc:  # noqa: BLE001
-            out.errors.append(f"workspace skipped: {exc!r}")
+            out.errors.append(f"workspace skipped: {_preview(exc)}")
             continue
         if any(w.id == ws.id for w in out.workspaces):
             out.errors.append(f"duplicate workspace {ws.id} skipped")
@@ -164,24 +207,98 @@ def load_snapshot(state_dir: Path) -> Restored:
         out.workspaces.append(ws)
     ws_ids = {w.id for w in out.workspaces}
     seen: set[str] = set()
-    for d in doc.get("panes") or []:
+    for d in records["panes"]:
         try:
             pane = _clean_pane(Pane.from_wire(d))
         except Exception as exc:  # noqa: BLE001
-            out.errors.append(f"pane skipped: {exc!r}")
+            out.errors.append(f"pane skipped: {_preview(exc)}")
             continue
+        # session ids, resume argv and cwds reach a child's argv/cwd (issue 10 item 4)
+        out.errors.extend(f"pane {pane.id}: {problem}" for problem in clean_restored(pane))
         if pane.id in seen:
             out.errors.append(f"duplicate pane {pane.id} skipped")
             continue
-        if pane.workspace_id in ws_ids:
-            seen.add(pane.id)
-            out.panes.append(pane)
-    for d in doc.get("notifications") or []:
+        if pane.workspace_id not in ws_ids:
+            out.errors.append(f"pane {pane.id} of missing workspace {pane.workspace_id} skipped")
+            continue
+        seen.add(pane.id)
+        out.panes.append(pane)
+    for d in records["notifications"]:
         try:
             out.notifications.append(_clean_notification(Notification.from_wire(d)))
-        except Exception:  # noqa: BLE001
-            continue
-    _repair_workspaces(out, doc)
+        except Exception as exc:  # noqa: BLE001
+            out.errors.append(f"notification skipped: {_preview(exc)}")
+    _repair_workspaces(out, records["workspaces"])
+    return out
+
+
+def _unused_name(state_dir: Path, tag: str) -> Path:
+    """``snapshot.<tag>-<ts>``, or with ``.1``, ``.2``… when that name is taken."""
+    base = f"snapshot.{tag}-{_stamp()}"
+    candidate = state_dir / base
+    n = 0
+    while os.path.lexists(candidate):
+        n += 1
+        candidate = state_dir / f"{base}.{n}"
+    return candidate
+
+
+def _move_aside(state_dir: Path, path: Path, tag: str, reason: str, out: Restored) -> None:
+    try:
+        aside = _unused_name(state_dir, tag)
+        os.replace(path, aside)
+    except OSError as exc:
+        out.errors.append(f"{reason}; could not move it aside: {exc.strerror or exc}")
+        return
+    out.errors.append(f"{reason}; moved to {aside.name}")
+
+
+def load_snapshot(state_dir: Path) -> Restored:
+    """Read ``snapshot.json`` and the pane tails (desktop-and-service.md §8.3).
+
+    Missing → empty. A file that :func:`parse_snapshot` refuses as a whole (or that cannot
+    be read, or is over ``MAX_SNAPSHOT_BYTES``) is renamed ``snapshot.corrupt-<ts>`` (another
+    integer version: ``snapshot.unsupported-v<N>-<ts>``) and the daemon starts empty. When
+    only some records were skipped, the readable ones are restored and the file's original
+    bytes are kept as ``snapshot.corrupt-<ts>``, since the next save rewrites
+    ``snapshot.json`` without them. Every problem is one line in ``errors``.
+
+    Raises:
+        Nothing: no snapshot content stops the daemon (issue 10 §8).
+    """
+    path = state_dir / "snapshot.json"
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_SNAPSHOT_BYTES + 1)
+    except FileNotFoundError:
+        return Restored()
+    except OSError as exc:
+        out = Restored()
+        _move_aside(state_dir, path, "corrupt", f"cannot read snapshot: {exc.strerror or exc}", out)
+        return out
+    if len(raw) > MAX_SNAPSHOT_BYTES:
+        out = Restored()
+        why = f"snapshot larger than {MAX_SNAPSHOT_BYTES} bytes"
+        _move_aside(state_dir, path, "corrupt", why, out)
+        return out
+    try:
+        out = parse_snapshot(raw)
+    except CorruptSnapshot as exc:
+        out = Restored()
+        _move_aside(state_dir, path, exc.aside, f"corrupt snapshot ({exc})", out)
+        return out
+    except Exception as exc:  # noqa: BLE001 - a reader bug must not stop every start
+        out = Restored()
+        _move_aside(state_dir, path, "corrupt", f"unreadable snapshot ({_preview(exc)})", out)
+        return out
+    if out.errors:
+        try:
+            copy = _unused_name(state_dir, "corrupt")
+            atomic_write(copy, raw)
+            count = len(out.errors)
+            out.errors.append(f"{count} snapshot problem(s); original kept as {copy.name}")
+        except OSError as exc:
+            out.errors.append(f"could not keep a copy of the snapshot: {exc.strerror or exc}")
     hist = state_dir / "history"
     for pane in out.panes:
         try:
@@ -235,9 +352,12 @@ def _clean_notification(note: Notification) -> Notification:
     return note
 
 
-def _repair_workspaces(out: Restored, doc: dict[str, Any]) -> None:
+def _repair_workspaces(out: Restored, raw_records: list[Any]) -> None:
     """Missing ``pane_ids`` → panes by ``created_at``; missing handle → a unique one (id order)."""
-    raw_ws = {d.get("id"): d for d in doc.get("workspaces") or [] if isinstance(d, dict)}
+    # Only string ids can be restored workspaces (an array id is unhashable: issue 10 §8).
+    raw_ws = {
+        d["id"]: d for d in raw_records if isinstance(d, dict) and isinstance(d.get("id"), str)
+    }
     by_ws: dict[str, list[Pane]] = {}
     for pane in out.panes:
         by_ws.setdefault(pane.workspace_id, []).append(pane)

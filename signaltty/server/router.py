@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from signaltty import __version__
 from signaltty.agents import launch
 from signaltty.core import limits, rules, waits
-from signaltty.core.ids import new_id, unique_handle
+from signaltty.core.ids import new_id, prefix_matches, unique_handle
 from signaltty.core.model import AgentInfo, Pane, Workspace, iso
 from signaltty.core.rules import NotificationInput
 from signaltty.core.sanitize import sanitize_text
@@ -33,6 +33,7 @@ from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import spawning, submit
 from signaltty.server.bus import glob_match
+from signaltty.server.hooks import DAEMON_CALLER, Caller
 from signaltty.server.panes import LineCollector, Matcher, PaneRuntime, compile_matcher
 
 if TYPE_CHECKING:
@@ -44,6 +45,13 @@ log = structlog.get_logger("signaltty.router")
 Handler = Callable[["Connection | None", Any], Awaitable[dict[str, Any]]]
 
 _SIGNALS = {"INT", "TERM", "KILL", "HUP", "QUIT", "WINCH", "USR1", "USR2"}
+
+# Request fields naming a pane, which may be a unique prefix (issue 13 item 9).
+_PANE_FIELDS = ("pane_id", "parent_pane_id")
+# Reports written by agents' hooks from $SIGNALTTY_PANE: always a full id, and routing them
+# must never guess (issue 10 item 6).
+_FULL_IDS_ONLY = frozenset({"hook-event", "report-session"})
+_AMBIGUOUS_SHOWN = 10  # ids listed in an AMBIGUOUS message
 
 
 def parse_signal(name: str | None, default: str = "TERM") -> int:
@@ -92,6 +100,14 @@ class Router:
         handler = self._handlers.get(method)
         if handler is None:
             raise SignalttyError("UNKNOWN_METHOD", f"unknown method: {method}")
+        return await handler(conn, self._validate(method, raw))
+
+    def _validate(self, method: str, raw: dict[str, Any]) -> Any:
+        """``raw`` as the pydantic model of ``method``; ``BAD_PARAMS`` with ``details.field``.
+
+        Pane id fields given as a unique prefix are replaced by the full id here, once for
+        every surface (socket, D-Bus, notification buttons): :meth:`resolve_pane_id`.
+        """
         model = P.MODELS[method]
         try:
             params = model.model_validate(raw)
@@ -100,7 +116,43 @@ class Router:
             field = ".".join(str(p) for p in err["loc"]) or None
             msg = f"{field}: {err['msg']}" if field else err["msg"]
             raise SignalttyError("BAD_PARAMS", msg, {"field": field}) from None
-        return await handler(conn, params)
+        if method in _FULL_IDS_ONLY:
+            return params
+        update = {}
+        for name in _PANE_FIELDS:
+            ref = getattr(params, name, None)
+            if isinstance(ref, str) and ref not in self.store.panes:
+                full = self.resolve_pane_id(ref, name)
+                if full != ref:
+                    update[name] = full
+        return params.model_copy(update=update) if update else params
+
+    def resolve_pane_id(self, ref: str, field: str = "pane_id") -> str:
+        """The pane id ``ref`` names: itself when it is an id, else the one id it is a prefix
+        of (``pane_`` plus at least one character, like git's and docker's short ids).
+
+        Returns ``ref`` unchanged when it names no pane, so each method keeps its own
+        error for an unknown pane (``NO_SUCH_PANE``, or ``NO_SUCH_DECISION`` for answers).
+
+        Raises:
+            SignalttyError: ``AMBIGUOUS`` when the prefix starts several ids; ``details``:
+                ``field``, ``prefix``, ``pane_ids`` (sorted, at most 20).
+        """
+        if ref in self.store.panes:
+            return ref
+        matches = prefix_matches(ref, self.store.panes)
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            return ref
+        shown = ", ".join(matches[:_AMBIGUOUS_SHOWN]) + (
+            f" and {len(matches) - _AMBIGUOUS_SHOWN} more" if len(matches) > _AMBIGUOUS_SHOWN else ""
+        )
+        raise SignalttyError(
+            "AMBIGUOUS",
+            f"pane id prefix {ref} matches {len(matches)} panes: {shown}; type more of the id",
+            {"field": field, "prefix": ref, "pane_ids": matches[:20]},
+        )
 
     # ---------------------------------------------------------------- helpers
 
@@ -284,6 +336,7 @@ class Router:
         else:
             argv = self._command(p)
         cwd = self._cwd(p.cwd, src.cwd if os.path.isdir(src.cwd) else ws.cwd)
+        env = spawning.check_request_env(p.env)
         plan, agent = await self._catalog_launch(p, None) if argv is None else (None, None)
         if plan is not None:
             argv = plan.argv
@@ -293,7 +346,7 @@ class Router:
             argv,
             cwd=cwd,
             size=(src.cols, src.rows),
-            request_env=dict(plan.env_add) if plan is not None else {},
+            request_env={**env, **plan.env_add} if plan is not None else env,
             label=p.label,
             agent_hint=None,
             parent=None,
@@ -539,12 +592,16 @@ class Router:
         if rt.live and conn is not None:
             rt.viewers.add(conn)
             conn.attached.add(rt.pane.id)
+            # a viewer that does not mark seen is not a person looking (desktop-and-service
+            # §6.1 "interactive viewer"); the others keep the pane from turning unread
+            rt.set_watching(conn, p.mark_seen is not False)
         rt.settle_now()
         snapshot = rt.screen.snapshot_bytes()
         pane = rt.pane
         if p.mark_seen is not False:
             self.store.apply(rules.mark_seen(pane, "attach", now=self.store.now()))
         return {
+            "pane_id": pane.id,  # the full id, when a prefix was given
             "snapshot_b64": base64.b64encode(snapshot).decode(),
             "output_offset": rt.output_offset,
             "size": {"cols": pane.cols, "rows": pane.rows},
@@ -570,8 +627,8 @@ class Router:
         self, conn: Connection | None, p: P.PaneWaitForOutput
     ) -> dict[str, Any]:
         rt = self._runtime(p.pane_id)
-        matcher = compile_matcher(p.match, bool(p.regex))
         timeout = p.timeout_s or limits.WAIT_OUTPUT_TIMEOUT_DEFAULT_S
+        matcher = compile_matcher(p.match, bool(p.regex), self.d.config.server.wait_regex_budget_s, timeout)
         lines = p.lines or limits.READ_LINES_DEFAULT
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -583,7 +640,7 @@ class Router:
                 ev.clear()
                 await rt.settle()
                 text, _ = rt.tail_text(lines)
-                line = matcher.last_match(text.split("\n"))
+                line = await matcher.last_match(text.split("\n"))
                 if line is not None:
                     return {"matched_line": line, "text": text}
                 if not rt.live or rt.closed:
@@ -626,7 +683,7 @@ class Router:
                 if chunks:
                     data = b"".join(chunks)
                     chunks.clear()
-                    line = matcher.first_match(collector.feed(data))
+                    line = await matcher.first_match(collector.feed(data))
                     if line is not None:
                         text, _ = rt.tail_text(limits.READ_LINES_DEFAULT)
                         return {"matched_line": line, "text": text}
@@ -808,13 +865,26 @@ class Router:
     # ---------------------------------------------------------------- tier 2
 
     async def m_hook_event(self, conn: Connection | None, p: P.HookEvent) -> dict[str, Any]:
-        return await self.d.hooks.hook_event(p)
+        # the kernel's word on who reports, not the client_pid it claims (issue #10 item 6)
+        return await self.d.hooks.hook_event(p, conn.peer_pid if conn is not None else None)
 
     async def m_report_session(self, conn: Connection | None, p: P.ReportSession) -> dict[str, Any]:
         return self.d.hooks.report_session(p)
 
     async def m_decision_answer(self, conn: Connection | None, p: P.DecisionAnswer) -> dict[str, Any]:
-        return await self.d.hooks.answer(p)
+        # No connection: the daemon's own process (a notification button). D-Bus answers
+        # come through ``answer_as`` with the bus caller's pid.
+        if conn is None:
+            return await self.d.hooks.answer(p, DAEMON_CALLER)
+        return await self.d.hooks.answer(p, Caller("socket", conn.peer_pid, conn.opened_at))
+
+    async def answer_as(self, surface: str, pid: int | None, raw: dict[str, Any]) -> dict[str, Any]:
+        """``decision.answer`` for a surface that knows its caller (``dbus``: the sender's pid,
+        None when the bus could not tell — refused).
+
+        Same validation, guard and errors as the socket method (``HookService.answer``).
+        """
+        return await self.d.hooks.answer(self._validate("decision.answer", raw), Caller(surface, pid))
 
     async def m_permission_list(self, conn: Connection | None, p: P.PermissionList) -> dict[str, Any]:
         if p.pane_id is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from signaltty.agents.process_name import program_name
 from signaltty.agents.registry import builtin_kind, display_name_for
 from signaltty.core import rules
 from signaltty.core.ids import new_id
-from signaltty.core.limits import MAX_LABEL
+from signaltty.core.limits import MAX_LABEL, MAX_REQUEST_ENV
 from signaltty.core.model import AgentInfo, Pane, Workspace
 from signaltty.core.sanitize import sanitize_text
 from signaltty.proto.envelope import SignalttyError
@@ -35,11 +36,15 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("signaltty.spawn")
 
-# protocol.md §5 "env": keys a client may set.
-ALLOWED_ENV_KEYS = frozenset(
-    "TERM COLORTERM LANG LC_ALL LC_CTYPE EDITOR VISUAL PAGER SHELL SIGNALTTY_PANE".split()
+# Set by signaltty for every pane (protocol.md §5 "Pane environment"): a request may not
+# change which pane a program believes it runs in, which daemon it reports to, or what
+# terminal it is in (issue 13 item 9: refused, not silently overwritten).
+RESERVED_ENV_KEYS = frozenset(
+    "SIGNALTTY_PANE SIGNALTTY_SOCKET SIGNALTTY_PARENT_PANE TERM_PROGRAM TERM_PROGRAM_VERSION".split()
 )
-ALLOWED_ENV_PREFIXES = ("SIGNALTTY_", "CLAUDE_", "CODEX_", "OPENCODE_", "CURSOR_")
+# POSIX.1-2017 §8.1: portable names are letters, digits and underscore, not starting with
+# a digit (what a shell can export).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # protocol.md §5 "Pane environment": inherited variables that never reach a pane.
 SCRUBBED_ENV = frozenset(
@@ -54,17 +59,52 @@ KNOWN_HINTS = frozenset({"claude", "codex", "opencode", "cursor", "pi", "generic
 
 
 def check_request_env(env: Mapping[str, str] | None) -> dict[str, str]:
-    """Validate a request's ``env`` against the allow-list.
+    """Validate a request's ``env`` (``pane.spawn``/``pane.split``, ``signaltty new -e``).
+
+    Any portable name may be set (like ``tmux new-session -e``) except the ones signaltty
+    sets (:data:`RESERVED_ENV_KEYS`) and the ones that never reach a pane
+    (:data:`SCRUBBED_ENV`: loader and service-manager variables); a value is any text
+    without NUL. Decision (issue 13 item 9, over protocol.md §5's allow-list): see
+    docs/decisions.md "tmux habits".
 
     Raises:
-        SignalttyError: ``BAD_PARAMS`` "env key not allowed: K" or a value with NUL.
+        SignalttyError: ``BAD_PARAMS`` (``details.field = "env"``, ``details.key``) for more
+            than ``MAX_REQUEST_ENV`` entries, a key that is not a portable name (empty,
+            with ``=``, …), a reserved or scrubbed key, or a value with NUL.
     """
+    items = list((env or {}).items())
+    if len(items) > MAX_REQUEST_ENV:
+        raise SignalttyError(
+            "BAD_PARAMS", f"env: more than {MAX_REQUEST_ENV} variables", {"field": "env"}
+        )
     out: dict[str, str] = {}
-    for key, value in (env or {}).items():
-        if key not in ALLOWED_ENV_KEYS and not key.startswith(ALLOWED_ENV_PREFIXES):
-            raise SignalttyError("BAD_PARAMS", f"env key not allowed: {key}", {"field": "env"})
-        if "\x00" in value or "\x00" in key or "=" in key:
-            raise SignalttyError("BAD_PARAMS", f"env value not allowed: {key}", {"field": "env"})
+    for key, value in items:
+        shown = sanitize_text(key, 64) or "(empty)"
+        if not _ENV_NAME.match(key):
+            raise SignalttyError(
+                "BAD_PARAMS",
+                f"env key {shown!r} is not a variable name (letters, digits and _, "
+                "not starting with a digit)",
+                {"field": "env", "key": shown},
+            )
+        if key in RESERVED_ENV_KEYS:
+            raise SignalttyError(
+                "BAD_PARAMS",
+                f"env key {key} is set by signaltty for every pane and cannot be overridden "
+                f"(reserved: {', '.join(sorted(RESERVED_ENV_KEYS))})",
+                {"field": "env", "key": key},
+            )
+        if key in SCRUBBED_ENV:
+            raise SignalttyError(
+                "BAD_PARAMS",
+                f"env key {key} never reaches a pane (loader and service-manager variables "
+                f"are kept out; if you mean it, run the command under `env {key}=…`)",
+                {"field": "env", "key": key},
+            )
+        if "\x00" in value:
+            raise SignalttyError(
+                "BAD_PARAMS", f"env value of {key} contains NUL", {"field": "env", "key": key}
+            )
         out[key] = value
     return out
 
@@ -248,13 +288,12 @@ class Spawner:
         if adapter is None:
             adapter = adapter_for(pane.agent.kind)
         info = pane.agent
-        argv: list[str] | None
-        if info.resume_source == "reported" and info.resume_argv:
-            argv = list(info.resume_argv)
-        elif adapter is not None and info.agent_session_id:
-            argv = resume.resolve(pane, adapter, info.agent_session_id)
-        else:
-            argv = None
+        try:
+            # checked again right before the spawn: no stored value becomes an option
+            argv = resume.argv_to_resume(pane, adapter)
+        except ValueError as exc:
+            log.warning("pane.resume_refused", pane_id=pane.id, reason=str(exc))
+            raise SignalttyError("BAD_PARAMS", f"not resumable: {exc}") from None
         if not argv:
             raise SignalttyError("BAD_PARAMS", "not resumable")
         live = sum(1 for p in store.panes.values() if p.live)

@@ -289,27 +289,37 @@ def _make_private_dirs(path: Path) -> None:
         os.chmod(directory, _DIR_MODE)
 
 
-def ensure_runtime_dir(path: str | os.PathLike[str], *, default: bool) -> None:
-    """Create the socket's directory if missing, and vet an existing default runtime dir.
+def ensure_runtime_dir(path: str | os.PathLike[str], *, default: bool) -> list[str]:
+    """Create the socket's directory if missing, and vet an existing one.
 
-    A missing directory is created with mode 0700 (missing ancestors too). An existing
-    directory is never chmod-ed: a custom ``--socket`` may live in ``/tmp``. An existing
-    *default* runtime dir must be a real directory (not a symlink) owned by the current
-    uid and writable by neither group nor others, otherwise another user could read or
-    replace the socket.
+    A missing directory is created with mode 0700 (missing ancestors too). Clients talk only
+    to a socket whose directory is the user's own with mode 0700 (issue 10 §1), so:
+
+    * an existing *default* runtime dir must be a real directory (not a symlink) owned by
+      the current uid and writable by neither group nor others; group/other bits that
+      grant no writing (0755, 0750…) are tightened to 0700 with a warning, since nobody
+      else could have put anything in it;
+    * the existing parent of a custom ``--socket`` is never chmod-ed (it may be ``/tmp``):
+      it must already be owned by the current uid without group/other bits.
 
     Args:
         path: the directory that will hold the socket.
         default: True when ``path`` is :func:`runtime_dir` (no ``--socket`` and no
             ``$SIGNALTTY_SOCKET``); False for the parent of a custom socket.
 
-    Raises:
-        PathError: the directory cannot be created; ``path`` exists but is not a
-            directory; or (``default`` only) it is a symlink, owned by another uid, or
-            group/world-writable.
+    Returns:
+        Warnings for the caller to log, e.g. ``["runtime dir /tmp/signaltty-1000 had mode
+        0755; tightened to 0700"]``; empty when nothing was changed.
 
-    Spec: desktop-and-service.md §1, §9 "socket".
+    Raises:
+        PathError: the directory cannot be created or chmod-ed; ``path`` exists but is not a
+            directory; it is owned by another uid; it is group/world-writable; (``default``)
+            it is a symlink; (custom) it has any group/other bit.
+
+    Spec: desktop-and-service.md §1, §9 "socket"; issue 10 §1 and §8.
     """
+    from signaltty.proto.trust import private_dir_problem
+
     directory = Path(path)
     try:
         _make_private_dirs(directory)
@@ -328,10 +338,16 @@ def ensure_runtime_dir(path: str | os.PathLike[str], *, default: bool) -> None:
             raise PathError(f"cannot use socket dir {directory}: {exc.strerror or exc}") from exc
     if not stat.S_ISDIR(info.st_mode):
         raise PathError(f"cannot use {directory} for the socket: it is not a directory")
-    if not default:
-        return
-
     uid = os.getuid()
+    if not default:
+        problem = private_dir_problem(info, str(directory), uid)
+        if problem is not None:
+            raise PathError(
+                f"refusing socket dir: {problem}: clients only trust a socket in a private "
+                "directory of yours (--socket, SIGNALTTY_SOCKET)"
+            )
+        return []
+
     if info.st_uid != uid:
         raise PathError(
             f"refusing to use runtime dir {directory}: it is owned by uid {info.st_uid}, "
@@ -343,6 +359,13 @@ def ensure_runtime_dir(path: str | os.PathLike[str], *, default: bool) -> None:
             f"refusing to use runtime dir {directory}: mode {mode:04o} is group- or "
             f"world-writable; run `chmod 700 {directory}` or set --socket"
         )
+    if not mode & (stat.S_IRWXG | stat.S_IRWXO):
+        return []
+    try:
+        os.chmod(directory, _DIR_MODE)
+    except OSError as exc:
+        raise PathError(f"cannot chmod runtime dir {directory}: {exc.strerror or exc}") from exc
+    return [f"runtime dir {directory} had mode {mode:04o}; tightened to 0700"]
 
 
 def ensure_state_dir(path: str | os.PathLike[str]) -> list[str]:

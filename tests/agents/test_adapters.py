@@ -319,8 +319,13 @@ SESSION_IDS: list[tuple[str, Any, str | None]] = [
     ("claude", {"session_id": ""}, None),
     ("claude", {"session_id": "   "}, None),
     ("claude", {"session_id": "a\nb"}, None),
-    ("claude", {"session_id": "x" * 256}, "x" * 256),
-    ("claude", {"session_id": "x" * 257}, None),
+    ("claude", {"session_id": "x" * 128}, "x" * 128),
+    ("claude", {"session_id": "x" * 129}, None),
+    # issue 10 item 4: an id that could be read as an option is rejected, and the next
+    # field is not tried in its place
+    ("claude", {"session_id": "--dangerously-skip-permissions"}, None),
+    ("codex", {"session_id": "--dangerously-bypass-approvals-and-sandbox", "thread-id": "X"}, None),
+    ("opencode", {"session_id": "a b", "sessionID": "b"}, None),
     ("opencode", {"properties": {"info": "ses_1"}}, None),
 ]
 

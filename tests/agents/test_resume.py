@@ -328,21 +328,33 @@ def test_reported_resume_argv_rejected(argv, fragment):
         validate_reported_resume_argv(argv)
 
 
-@pytest.mark.parametrize("value", ["S", "x" * 256, "a b", "ses_dd48edc05ffeWB7b8Hs560gm76", "ü"])
+@pytest.mark.parametrize(
+    "value",
+    ["S", "x" * 128, "ses_dd48edc05ffeWB7b8Hs560gm76", "8d27a2e7-b7c5-4958-9786-6f1975e1e647", "a.b:c-d_e"],
+)
 def test_session_id_accepted(value):
     assert validate_session_id(value) == value
 
 
+# issue 10 item 4: an id is one operand of the resume argv, never an option.
 @pytest.mark.parametrize(
     ("value", "fragment"),
     [
-        (None, "string"),
-        (5, "string"),
-        ("", "1–256"),
-        ("x" * 257, "1–256"),
-        ("   ", "printable and not blank"),
-        ("a\tb", "printable"),
-        ("a\x00", "printable"),
+        (None, "not a string"),
+        (5, "not a string"),
+        ("", "empty"),
+        ("x" * 129, "longer than 128"),
+        ("   ", "whitespace"),
+        ("a b", "whitespace"),
+        ("a\tb", "whitespace"),
+        ("a\x00", "control character"),
+        ("a\u202eb", "control character"),
+        ("a\ud800", "control character"),
+        ("--dangerously-skip-permissions", "starts with '-'"),
+        ("-c", "starts with '-'"),
+        ("ü", "grammar"),
+        ("a/b", "grammar"),
+        ("_x", "grammar"),
     ],
 )
 def test_session_id_rejected(value, fragment):

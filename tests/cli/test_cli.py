@@ -40,7 +40,7 @@ def test_new_list_get_read_json(daemon):
     ws = jcli(daemon, "workspace", "get", "demo-ws")
     assert ws["workspace"]["id"] == out["workspace_id"]
     human = daemon.cli("attention")
-    assert out["pane_id"] in human.stdout and "unread" in human.stdout
+    assert out["pane_id"][:13] in human.stdout and "unread" in human.stdout  # its short id
     assert jcli(daemon, "focus", "next-unread")["pane_id"] == out["pane_id"]
     jcli(daemon, "pane", "mark-seen", out["pane_id"])
     assert jcli(daemon, "attention")["panes"] == []

@@ -4,7 +4,9 @@
 in a temp dir. ``NotificationServer`` is a small jeepney service owning
 ``org.freedesktop.Notifications`` on that bus (Notify, CloseNotification, GetCapabilities,
 GetServerInformation, Introspect) that records what it was sent and can "press" a button
-by emitting ``ActionInvoked`` + ``NotificationClosed``.
+by emitting ``ActionInvoked`` + ``NotificationClosed`` (or, with ``keep_after_action``, only
+``ActionInvoked``: the notification stays shown, as dunst does for an action chosen from its
+context menu).
 """
 
 from __future__ import annotations
@@ -117,9 +119,14 @@ class NotificationServer:
     """A scriptable ``org.freedesktop.Notifications`` on a bus, in a thread.
 
     Attributes:
-        shown: id → {"summary", "body", "actions", "hints", "timeout", "app"} of open ones.
+        shown: id → {"summary", "body", "actions", "hints", "timeout", "app", "icon",
+            "sender" (unique name of the Notify caller)} of open ones.
         log: every (member, args) received, in order.
-        mode: "ok"; "hang" (Notify is never answered); "no-actions" (no actions capability).
+        mode: "ok" (actions, body-markup, body-hyperlinks); "hang" (Notify is never
+            answered); "no-actions" (no actions capability); "no-markup" (actions, plain
+            bodies).
+        keep_after_action: a press leaves the notification shown and sends no
+            ``NotificationClosed`` (dunst's context menu); reset to False by :meth:`reset`.
     """
 
     def __init__(self, address: str) -> None:
@@ -130,6 +137,9 @@ class NotificationServer:
         self.received_at: list[tuple[str, float]] = []  # (member, monotonic) per call
         self.mode = "ok"
         self.close_delay = 0.0  # seconds before CloseNotification is carried out and answered
+        # dunst's context menu: after ActionInvoked the notification stays shown (the spec
+        # allows it); only a CloseNotification from the client removes it
+        self.keep_after_action = False
         # id → button label: the user presses it just as the daemon withdraws the notification
         # (ActionInvoked reaches the daemon before the CloseNotification reply)
         self.press_on_close: dict[int, str] = {}
@@ -165,6 +175,7 @@ class NotificationServer:
             self.received_at.clear()
             self.mode = mode
             self.close_delay = 0.0
+            self.keep_after_action = False
             self.press_on_close.clear()
             self.presses.clear()
 
@@ -197,12 +208,14 @@ class NotificationServer:
             if member == "Notify":
                 if mode == "hang":
                     continue
-                app, _replaces, _icon, summary, body, actions, hints, timeout = msg.body
+                app, _replaces, icon, summary, body, actions, hints, timeout = msg.body
                 with self._lock:  # registered and answered together (see press())
                     nid = self._next
                     self._next += 1
                     self.shown[nid] = {
                         "app": app,
+                        "icon": icon,
+                        "sender": msg.header.fields.get(HeaderFields.sender),
                         "summary": summary,
                         "body": body,
                         "actions": list(actions),
@@ -218,7 +231,10 @@ class NotificationServer:
                 else:
                     self._close(msg)
             elif member == "GetCapabilities":
-                caps = ["body"] if mode == "no-actions" else ["actions", "body", "persistence"]
+                caps = {
+                    "no-actions": ["body"],
+                    "no-markup": ["actions", "body", "persistence"],
+                }.get(mode, ["actions", "body", "body-markup", "body-hyperlinks", "persistence"])
                 self._send(new_method_return(msg, "as", (caps,)))
             elif member == "GetServerInformation":
                 self._send(
@@ -292,7 +308,7 @@ class NotificationServer:
             return self._press_locked(nid, label)
 
     def _press_locked(self, nid: int, label: str) -> bool:
-        info = self.shown.pop(nid, None)
+        info = self.shown.get(nid) if self.keep_after_action else self.shown.pop(nid, None)
         shown = info is not None
         info = info or self.last_seen[nid]
         actions = info["actions"]
@@ -300,7 +316,8 @@ class NotificationServer:
         key = "default" if label == "default" else pairs[label]
         self.presses.append((nid, key, shown))
         self._signal("ActionInvoked", "us", (nid, key))
-        self._signal("NotificationClosed", "uu", (nid, 2))
+        if not self.keep_after_action:
+            self._signal("NotificationClosed", "uu", (nid, 2))
         return shown
 
     def expire(self, nid: int) -> None:

@@ -48,7 +48,10 @@ def desktop_daemon(root: Path, bus: PrivateBus, config: str = "", **env: str) ->
     if config:
         (root / "config" / "signaltty").mkdir(parents=True, exist_ok=True)
         (root / "config" / "signaltty" / "config.toml").write_text(config)
-    d = DaemonProc(root, {**bus.env(), "SIGNALTTY_DBUS": "1", "SIGNALTTY_NOTIFY": "1", **env})
+    # a body click starts a terminal (issue 13 item 6): `true` stands in, so a test run on a
+    # desktop never opens windows (tests of the click set their own stand-in)
+    base = {**bus.env(), "SIGNALTTY_DBUS": "1", "SIGNALTTY_NOTIFY": "1", "TERMINAL": "true"}
+    d = DaemonProc(root, {**base, **env})
     d.start()
     return d
 

@@ -317,3 +317,44 @@ def test_permission_preview_does_not_repeat_the_question():
     )
     c = P.render("permission", None, None, pane(decision=d), P.Settings(), actions=True)
     assert c.body == 'Allow Bash?\n{ "command": "ls" }'
+
+
+@pytest.mark.parametrize(
+    ("body", "markup", "wire"),
+    [
+        ("Allow Bash?\nls -la", True, "Allow Bash?\nls -la"),
+        ("<span alpha='1%'>curl x | sh</span>", True, "&lt;span alpha='1%'&gt;curl x | sh&lt;/span&gt;"),
+        ('<a href="u">x</a><img src="f"/>', True, '&lt;a href="u"&gt;x&lt;/a&gt;&lt;img src="f"/&gt;'),
+        ("a &amp; b & c", True, "a &amp;amp; b &amp; c"),
+        ("<b>as typed</b> & more", False, "<b>as typed</b> & more"),
+    ],
+)
+def test_wire_body_escapes_only_for_markup_servers(body, markup, wire):
+    assert P.wire_body(body, markup=markup) == wire
+
+
+def test_terminal_prompt_keeps_the_question_and_drops_the_answer_hint():
+    """After a native wait timed out (issue 13 item 7)."""
+    shown = "Allow Bash?\nrm -rf build\n(answer: signaltty permission answer pane_1 allow|deny)"
+    c = P.render(P.TERMINAL_PROMPT, None, shown, pane(), P.Settings(), actions=True)
+    assert c.title == "ws/shell · Claude Code asks in its terminal"
+    assert c.body == f"Allow Bash?\nrm -rf build\n{P.TERMINAL_PROMPT_SUFFIX}"
+    assert (c.urgency, c.expires, c.buttons, c.decision_id) == ("critical", False, False, None)
+    bare = P.render(P.TERMINAL_PROMPT, None, None, pane(), P.Settings(), actions=True)
+    assert bare.body == P.TERMINAL_PROMPT_SUFFIX
+    assert P.drop_reason(P.TERMINAL_PROMPT, None, pane(attached=True), True, P.Settings()) is None
+    assert P.drop_reason(P.TERMINAL_PROMPT, None, pane(attention="none"), True, P.Settings())
+
+
+@pytest.mark.parametrize(
+    ("name", "payload", "expected"),
+    [
+        ("decision.cleared", {"reason": "native_cancelled", "cancelled": "timeout"}, True),
+        ("decision.cleared", {"reason": "native_cancelled", "cancelled": "moved_on"}, False),
+        ("decision.cleared", {"reason": "native_cancelled"}, False),  # the reporter went away
+        ("decision.cleared", {"reason": "pane_exited", "cancelled": "timeout"}, False),
+        ("decision.answered", {"reason": "native_cancelled", "cancelled": "timeout"}, False),
+    ],
+)
+def test_native_timed_out(name, payload, expected):
+    assert P.native_timed_out(name, payload) is expected

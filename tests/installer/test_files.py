@@ -290,28 +290,65 @@ def test_concurrent_external_edit_detected(tmp_path):
     f = tmp_path / ".cursor/hooks.json"
     f.parent.mkdir(parents=True)
     f.write_text('{"hooks": {}}\n')
+    saves = iter(range(1000))
 
     def sneaky(root, file):
-        # another editor saves the file while we compute our change
-        f.write_text('{"hooks": {}, "edited": "elsewhere"}\n')
+        # another editor saves the file (new content each time) while we compute our change
+        f.write_text(json.dumps({"hooks": {}, "edited": next(saves)}) + "\n")
         root["x"] = 1
 
     with pytest.raises(InstallError, match=r"hooks.json changed during setup; retry$"):
         jsonfile.edit_json(f, sneaky)
-    assert load(f) == {"hooks": {}, "edited": "elsewhere"}
+    # every attempt saw a newer save; the last one is what the file holds
+    assert load(f) == {"hooks": {}, "edited": safefile.MAX_ATTEMPTS - 1}
     assert no_temp_files(f.parent)
 
 
-def test_file_appearing_during_setup_detected(tmp_path):
+def test_concurrent_external_edit_once_is_merged(tmp_path):
+    """Issue 10 item 9: a save between our read and our rename is retried, not lost."""
+    f = tmp_path / ".cursor/hooks.json"
+    f.parent.mkdir(parents=True)
+    f.write_text('{"hooks": {}}\n')
+    seen = []
+
+    def sneaky(root, file):
+        seen.append(dict(root))
+        if len(seen) == 1:
+            f.write_text('{"hooks": {}, "edited": "elsewhere"}\n')
+        root["x"] = 1
+
+    assert jsonfile.edit_json(f, sneaky)[1]
+    assert seen == [{"hooks": {}}, {"hooks": {}, "edited": "elsewhere"}]
+    assert load(f) == {"hooks": {}, "edited": "elsewhere", "x": 1}
+    assert no_temp_files(f.parent)
+
+
+def test_file_appearing_during_setup_is_merged(tmp_path):
     f = tmp_path / "new.json"
+    seen = []
 
     def transform(old):
-        f.write_text("{}")
+        seen.append(old)
+        if old is None:
+            f.write_text('{"user": 1}')  # another program creates it meanwhile
+            return "{}\n"
+        return old + "\n"
+
+    assert safefile.edit(f, transform)[1]
+    assert seen == [None, '{"user": 1}'] and f.read_text() == '{"user": 1}\n'
+
+
+def test_file_appearing_during_setup_every_time_is_refused(tmp_path):
+    f = tmp_path / "new.json"
+    saves = iter(range(1000))
+
+    def transform(old):
+        f.write_text(json.dumps({"n": next(saves)}))
         return "{}\n"
 
     with pytest.raises(InstallError, match="changed during setup; retry"):
         safefile.edit(f, transform)
-    assert f.read_text() == "{}"
+    assert json.loads(f.read_text()) == {"n": safefile.MAX_ATTEMPTS - 1}
 
 
 def test_cursor_version_added_or_kept(tmp_path):

@@ -72,9 +72,21 @@ class Provider:
 
 
 def outside_provider(d: DaemonProc, pane_id: str, plan: list[dict], settings: Path, log: Path) -> subprocess.Popen:
-    """The fake provider outside the pane (its hooks still carry the pane's SIGNALTTY_PANE)."""
+    """The fake provider outside the pane (so it outlives the pane and the daemon).
+
+    Its hooks are the commands of ``settings`` with ``--pane`` added: a SIGNALTTY_PANE merely
+    inherited by a process that does not run in the pane is dropped (issue 10 §6, as for a
+    tmux server started in a pane), an explicit ``--pane`` from outside every pane is obeyed.
+    """
+    data = json.loads(settings.read_text())
+    for groups in data.get("hooks", {}).values():
+        for hook in (h for g in groups for h in g.get("hooks", [])):
+            command, sep, comment = hook["command"].partition(" #")
+            hook["command"] = f"{command} --pane {pane_id}{sep}{comment}"
+    named = log.with_suffix(".settings.json")
+    named.write_text(json.dumps(data))
     env = {**d.env, "SIGNALTTY_PANE": pane_id, "SIGNALTTY_FAKE_LOG": str(log), "SIGNALTTY_FAKE_LINGER": "0"}
-    return subprocess.Popen([sys.executable, str(PROVIDER), "--settings", str(settings), json.dumps(plan)], env=env)
+    return subprocess.Popen([sys.executable, str(PROVIDER), "--settings", str(named), json.dumps(plan)], env=env)
 
 
 def log_entries(log: Path) -> list[dict]:

@@ -106,15 +106,33 @@ def test_plugin_silent_outside_a_pane_and_swallows_errors(tmp_path, recorder, sh
 
 @pytest.mark.parametrize("shape", ["default", "named"])
 def test_plugin_drives_a_real_pane(daemon, shape):
-    ws = daemon.call("workspace.create", {"name": "oc", "cwd": str(daemon.root)})["workspace"]
-    pane = daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sleep", "60"], "agent_hint": "opencode"})["pane"]
+    """The plugin runs where OpenCode runs, inside the pane: its reporter calls are routed
+    there by ancestry (a SIGNALTTY_PANE merely inherited by a process outside the pane is
+    dropped, issue 10 §6)."""
     reporter = str(Path(sys.executable).parent / "signaltty")
     plugin = api.install("opencode", reporter, home=daemon.root / "oc-home", env={}).file
-    env = {**daemon.env, "SIGNALTTY_PANE": pane["id"]}
+    root = daemon.root
+    script = ""
+    for i, batch in enumerate([[EVENTS[0], EVENTS[2]], [EVENTS[5]]]):
+        (root / f"oc-{i}.json").write_text(json.dumps(batch))
+        host = " ".join([NODE, *detect_flag(), str(LOADERS[shape]), plugin])
+        script += (f"while [ ! -e {root}/oc-go-{i} ]; do sleep 0.05; done; "
+                   f"{host} \"$(cat {root}/oc-{i}.json)\" >{root}/oc-out-{i} 2>&1; echo $? >{root}/oc-rc-{i}; ")
+    ws = daemon.call("workspace.create", {"name": "oc", "cwd": str(root)})["workspace"]
+    pane = daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sh", "-c", script + "exec sleep 60"],
+                                      "agent_hint": "opencode"})["pane"]
     get = lambda: daemon.call("pane.get", {"pane_id": pane["id"]})["pane"]
-    run_plugin(plugin, shape, [EVENTS[0], EVENTS[2]], env)
+
+    def run(i: int) -> None:
+        (root / f"oc-go-{i}").touch()
+        rc = wait_until(lambda: (root / f"oc-rc-{i}").exists() and (root / f"oc-rc-{i}").read_text().strip(), 60)
+        out = (root / f"oc-out-{i}").read_text()
+        assert rc == "0", out
+        assert json.loads(out.strip().splitlines()[-1]) == {"plugins": 1}
+
+    run(0)
     p = wait_until(lambda: get()["lifecycle"] == "working" and get())
     assert p["agent"]["agent_session_id"] == "ses_1" and p["hooked"] is True
-    run_plugin(plugin, shape, [EVENTS[5]], env)
+    run(1)
     p = wait_until(lambda: get()["lifecycle"] == "failed" and get())
     assert (p["attention"], p["last_message"]) == ("error", "rate limited")

@@ -11,9 +11,9 @@ npm/network unavailable → skipped at once. Facts and versions: docs/agents.md.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -54,21 +54,36 @@ def real_bin(name: str) -> str:
     return str(prefix / "node_modules" / ".bin" / name)
 
 
+# Runs in the pane: takes the test's environment from a file (the pane keeps only its own
+# SIGNALTTY_* context) and becomes the CLI, so the CLI and its hooks run inside the pane.
+LAUNCHER = """
+import json, os, sys
+env = json.load(open(sys.argv[1]))
+env.update({k: v for k, v in os.environ.items() if k.startswith("SIGNALTTY_")})
+os.chdir(env.pop("_CWD"))
+os.execve(sys.argv[2], sys.argv[2:], env)
+"""
+
+
 def pane_for(d: DaemonProc, hint: str) -> str:
-    ws = d.call("workspace.create", {"name": hint, "cwd": str(d.root)})["workspace"]
-    return d.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sleep", "300"], "agent_hint": hint})["pane"]["id"]
+    """A workspace for ``hint``'s run; the pane itself is spawned by ``run_until_session``."""
+    return d.call("workspace.create", {"name": hint, "cwd": str(d.root)})["workspace"]["id"]
 
 
-def run_until_session(d: DaemonProc, pane_id: str, argv: list[str], env: dict[str, str], cwd: Path) -> dict:
-    """Run a real CLI with the pane's context until our hooks reported its session."""
-    proc = subprocess.Popen(argv, env={**env, "SIGNALTTY_PANE": pane_id}, cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+def run_until_session(d: DaemonProc, workspace_id: str, argv: list[str], env: dict[str, str], cwd: Path) -> dict:
+    """Run a real CLI in a pane (hooks are routed by the reporter's process, so it must run
+    inside one) until our hooks reported its session."""
+    env_file = cwd / f".env-{workspace_id}.json"
+    env_file.write_text(json.dumps({k: v for k, v in env.items() if not k.startswith("SIGNALTTY_PANE")} | {"_CWD": str(cwd)}))
+    # `python -c` as the pane's program: the daemon's automatic configuration (which keys on
+    # the executable) stays out of the way of the configuration this test installed
+    pane_id = d.call("pane.spawn", {"workspace_id": workspace_id, "argv": [sys.executable, "-c", LAUNCHER, str(env_file), *argv],
+                                    "cwd": str(cwd)})["pane"]["id"]
     try:
         return wait_until(lambda: (p := d.call("pane.get", {"pane_id": pane_id})["pane"])["agent"]["agent_session_id"]
                           and p["lifecycle"] == "working" and p, timeout=60)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        d.call("pane.close", {"pane_id": pane_id, "signal": "KILL"})
 
 
 def base_env(d: DaemonProc, home: Path) -> dict[str, str]:

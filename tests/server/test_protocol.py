@@ -147,6 +147,7 @@ def test_other_uid_is_closed_unanswered(daemon):
     )
     out = subprocess.run([sys.executable, "-c", code, daemon.socket], capture_output=True, text=True, timeout=20)
     assert out.stdout.strip() == "b''" or "ConnectionResetError" in out.stderr or "BrokenPipeError" in out.stderr, out
+    os.chmod(daemon.root, 0o700)  # our own clients only trust a private socket dir (issue 10 §1)
     assert daemon.call("server.status")["pid"] == daemon.proc.pid
     log = (daemon.state_dir / "signaltty.log").read_text()
     assert '"conn.refused_uid"' in log and '"peer_uid": 65534' in log

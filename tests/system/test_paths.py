@@ -253,12 +253,22 @@ def test_runtime_dir_created_0700_despite_umask(tmp_path: Path) -> None:
     assert _mode(tmp_path / "run") == 0o700
 
 
-def test_existing_safe_default_runtime_dir_is_left_alone(tmp_path: Path) -> None:
+def test_existing_private_default_runtime_dir_is_left_alone(tmp_path: Path) -> None:
+    target = tmp_path / "signaltty"
+    target.mkdir(mode=0o700)
+    assert paths.ensure_runtime_dir(target, default=True) == []
+    assert _mode(target) == 0o700
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o750, 0o711, 0o705])
+def test_readable_default_runtime_dir_of_ours_is_tightened(tmp_path: Path, mode: int) -> None:
+    """Clients only trust a 0700 socket dir (issue 10 §1); nobody else could write in it."""
     target = tmp_path / "signaltty"
     target.mkdir()
-    os.chmod(target, 0o755)
-    paths.ensure_runtime_dir(target, default=True)
-    assert _mode(target) == 0o755
+    os.chmod(target, mode)
+    warnings = paths.ensure_runtime_dir(target, default=True)
+    assert _mode(target) == 0o700
+    assert warnings == [f"runtime dir {target} had mode {mode:04o}; tightened to 0700"]
 
 
 @pytest.mark.parametrize("mode", [0o770, 0o720, 0o707, 0o702, 0o777, 0o1777])
@@ -315,12 +325,23 @@ def test_uncreatable_runtime_dir_refused(tmp_path: Path) -> None:
         paths.ensure_runtime_dir(blocker / "signaltty", default=True)
 
 
-def test_custom_socket_parent_is_never_chmodded(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", [0o1777, 0o755, 0o750, 0o701])
+def test_shared_custom_socket_parent_is_refused_never_chmodded(tmp_path: Path, mode: int) -> None:
+    """Clients refuse a socket whose directory others can enter (issue 10 §1): so does the
+    daemon, at start, with one clear line; the directory (maybe /tmp) is left as it is."""
     shared = tmp_path / "shared-tmp"
     shared.mkdir()
-    os.chmod(shared, 0o1777)  # like /tmp
-    paths.ensure_runtime_dir(shared, default=False)
-    assert _mode(shared) == 0o1777
+    os.chmod(shared, mode)  # 1777: like /tmp
+    with pytest.raises(PathError, match=rf"refusing socket dir: .*has mode {mode:04o}; it must be 0700"):
+        paths.ensure_runtime_dir(shared, default=False)
+    assert _mode(shared) == mode
+
+
+def test_private_custom_socket_parent_is_accepted(tmp_path: Path) -> None:
+    own = tmp_path / "own"
+    own.mkdir(mode=0o700)
+    assert paths.ensure_runtime_dir(own, default=False) == []
+    assert _mode(own) == 0o700
 
 
 def test_missing_custom_socket_parent_created_0700(tmp_path: Path) -> None:

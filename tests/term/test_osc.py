@@ -85,7 +85,7 @@ CASES: list[tuple[str, bytes, list[Item]]] = [
     ("title-invalid-utf8", osc(b"2;caf\xff!"), [Title(10, 2, "caf\ufffd!")]),
     ("title-arrow-9c", osc("0;➜ dir".encode()), [Title(12, 0, "➜ dir")]),
     ("title-c1-csi", osc(b"0;a\xc2\x9b31mb"), [Title(12, 0, "ab")]),
-    ("title-c0", osc(b"0;a\nb\x01c"), [Title(10, 0, "a bc")]),
+    ("title-c0", osc(b"0;a\nb\x01c"), [Title(10, 0, "a b c")]),  # §7.7: controls in titles become spaces
     ("title-leading-zero", osc(b"00;x"), []),
     ("ps-leading-zero", osc(b"09;hello"), []),
     ("ps-not-numeric", osc(b"L;icon"), []),

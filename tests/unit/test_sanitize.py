@@ -7,7 +7,15 @@ import random
 import pytest
 
 from signaltty.core.limits import MAX_NOTIFICATION_BODY, MAX_TITLE
-from signaltty.core.sanitize import cut, sanitize_text, strip_ansi
+import json
+
+from signaltty.core.sanitize import (
+    cut,
+    escape_json_unsafe,
+    for_terminal,
+    sanitize_text,
+    strip_ansi,
+)
 
 STRIP_CASES = [
     ("plain", "hello", "hello"),
@@ -46,8 +54,10 @@ SANITIZE_CASES = [
     ("zero-width", "a\u200b\u200c\u200db\ufeff", "ab"),
     ("word-joiner", "a\u2060b\u00adc", "abc"),
     ("tags", "hi\U000e0049\U000e0067\U000e007f", "hi"),
-    ("c0", "a\x00b\x01c\x7fd", "abcd"),
-    ("c1", "a\x80b\x85c\x9ad", "ab cd"),
+    # §7.7 "titles: replaced by a space": a control never glues two words together
+    ("c0", "a\x00b\x01c\x7fd", "a b c d"),
+    ("c0-title", "a\x01b", "a b"),
+    ("c1", "a\x80b\x85c\x9ad", "a b c d"),
     ("c1-apc-string", "a\x9fxyz\x9cb", "ab"),
     ("c1-csi", "a\x9b2Jb", "ab"),
     ("cr", "a\rb", "a b"),
@@ -68,6 +78,7 @@ def test_sanitize_one_line(text: str, expected: str) -> None:
 
 MULTILINE_CASES = [
     ("keeps-newline-tab", "a\n\tb", "a\n\tb"),
+    ("drops-c0", "a\x01b\x07c", "abc"),
     ("crlf", "a\r\nb", "a\nb"),
     ("vt-ff-nel", "a\x0bb\x0cc\x85d", "a\nb\nc\nd"),
     ("trim", "\n  a  \n", "a"),
@@ -125,3 +136,54 @@ def test_fuzz_output_is_clean_and_bounded() -> None:
         multi = sanitize_text(text, limit, multiline=True)
         assert len(multi) <= limit
         assert not set(multi) & (banned - {"\n", "\t"})
+
+
+TERMINAL_CASES = [
+    # (id, text, one-line, multi-line)
+    ("plain-kept-verbatim", "  indented  x ", "  indented  x ", "  indented  x "),
+    ("osc-title-and-clear", "ok\x1b]0;pwned\x07\x1b[2J\x1b[H!", "ok!", "ok!"),
+    ("c1-csi", "a\x9b2Jb", "ab", "ab"),
+    ("bell-backspace", "a\x07b\x08c", "a b c", "abc"),
+    ("row-break", "Bash\nfake row", "Bash fake row", "Bash\nfake row"),
+    ("cr-overwrite", "safe\rrm -rf ~", "safe rm -rf ~", "saferm -rf ~"),
+    ("bidi-hidden", "ls \u202eexe.hs\u202c", "ls exe.hs", "ls exe.hs"),
+    ("osc8-link", "\x1b]8;;http://x\x1b\\click\x1b]8;;\x1b\\", "click", "click"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "one", "multi"), [c[1:] for c in TERMINAL_CASES], ids=[c[0] for c in TERMINAL_CASES]
+)
+def test_for_terminal(text: str, one: str, multi: str) -> None:
+    assert for_terminal(text) == one
+    assert for_terminal(text, multiline=True) == multi
+
+
+def test_for_terminal_fuzz_prints_nothing_a_terminal_acts_on() -> None:
+    rng = random.Random(7)
+    pool = "\x1b[]\\;\x07\x9b\x9d\x9c\x90\n\t\r \u202e\u2066\u200b\ufeff\U000e0041aé➜0m\x00\x7f"
+    banned = {chr(c) for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
+    for _ in range(2000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randrange(60)))
+        assert not set(for_terminal(text)) & banned
+        assert not set(for_terminal(text, multiline=True)) & (banned - {"\n", "\t"})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain ✅",
+        "csi \x9b2J and osc \x9d0;t\x9c",
+        "bidi \u202e and isolate \u2066 and zwsp \u200b",
+        "tag \U000e0041 and line sep \u2028",
+        "lone \ud800 surrogate",
+        "esc \x1b[31m and bel \x07",
+    ],
+)
+def test_escape_json_unsafe_keeps_the_value(value: str) -> None:
+    encoded = escape_json_unsafe(json.dumps({"v": value}, ensure_ascii=False))
+    assert json.loads(encoded) == {"v": value}
+    assert encoded.isascii() or all(ch.isprintable() for ch in encoded)
+    assert not any(0x7F <= ord(ch) <= 0x9F or 0xD800 <= ord(ch) <= 0xDFFF for ch in encoded)
+    assert "\u202e" not in encoded and "\U000e0041" not in encoded
+    encoded.encode("utf-8")  # printable: no lone surrogate left

@@ -16,12 +16,15 @@ Spec: agents.md §1, §2; states.md §3.1.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
+from signaltty.core.argv_safety import MAX_ID, check_id, id_problem
 from signaltty.core.hooks import UNRECOGNIZED, Classification, NotificationDraft
 
-# protocol.md §6 report-session: a session id is 1–256 printable characters.
-MAX_SESSION_ID: Final = 256
+# A session id ends up as an operand of the resume argv: issue 10 item 4 bounds it to 128
+# characters (protocol.md §6 said 256; the issue wins) and argv_safety says what else.
+MAX_SESSION_ID: Final = MAX_ID
 
 
 def dig(payload: object, path: str) -> object | None:
@@ -63,17 +66,18 @@ def text(payload: object, *paths: str) -> str | None:
     return None
 
 
-def is_valid_session_id(value: object) -> bool:
-    """True for a string of 1–256 printable characters that is not blank.
+def is_valid_session_id(value: object, grammar: re.Pattern[str] | None = None) -> bool:
+    """True for an id that may become an argv operand (``argv_safety.id_problem`` is ``None``).
 
-    Spec: protocol.md §6 ``report-session`` (id 1–256 printable chars).
+    Args:
+        value: the candidate.
+        grammar: the agent's id pattern; ``None`` means the default grammar
+            ``[A-Za-z0-9][A-Za-z0-9._:-]{0,127}``.
+
+    Spec: issue 10 item 4 (never an option: no leading ``-``, no whitespace or control
+    characters, at most 128 characters, the agent's id grammar).
     """
-    return (
-        isinstance(value, str)
-        and 0 < len(value) <= MAX_SESSION_ID
-        and value.isprintable()
-        and bool(value.strip())
-    )
+    return id_problem(value, grammar) is None
 
 
 class Adapter:
@@ -89,6 +93,9 @@ class Adapter:
         tool_events: events that are tool hooks (never change a blocked pane).
         resume: resume argv template with ``{id}``, or ``None``.
         answer: ``"typed_text"`` when explicit decisions are answered by typing, else ``None``.
+        session_id_grammar: the agent's session id pattern (``fullmatch``), or ``None`` for
+            the default grammar of ``core.argv_safety``. The builtin kinds keep the default:
+            it already admits every real id shape and refuses anything option-like.
     """
 
     kind: str = "generic"
@@ -99,6 +106,7 @@ class Adapter:
     tool_events: frozenset[str] = frozenset()
     resume: tuple[str, ...] | None = None
     answer: str | None = None
+    session_id_grammar: re.Pattern[str] | None = None
 
     def classify(self, event: str, payload: object) -> Classification:
         """Return what the hook means for the pane.
@@ -127,16 +135,54 @@ class Adapter:
             payload: hook JSON of any type.
 
         Returns:
-            The first value among ``session_keys`` that is a valid session id (a string of
-            1–256 printable characters, not blank), else ``None``.
+            The accepted id of :meth:`session_identity`, else ``None``.
 
-        Spec: agents.md §2 "Session id" lines; protocol.md §6 (id validity).
+        Spec: agents.md §2 "Session id" lines; issue 10 item 4 (id validity).
         """
+        return self.session_identity(payload)[0]
+
+    def session_identity(self, payload: object) -> tuple[str | None, str | None]:
+        """Return ``(accepted id, rejected value)`` for the payload's session id.
+
+        The first ``session_keys`` path holding a non-blank string decides: it is accepted
+        when it passes :meth:`check_session_id`, else it is *rejected* (returned second, for
+        the caller to log) and no later key is tried, so a hostile value never lets a
+        lower-priority field stand in for it. Missing keys, blank strings and non-strings
+        count as absent.
+
+        Args:
+            payload: hook JSON of any type.
+
+        Returns:
+            ``(id, None)``, ``(None, rejected value)`` or ``(None, None)``.
+
+        Spec: issue 10 item 4 ("rejected values are logged and not stored").
+        """
+        if self.ignores_identity(payload):
+            return None, None
         for key in self.session_keys:
             value = dig(payload, key)
-            if is_valid_session_id(value):
-                return value  # type: ignore[return-value]
-        return None
+            if not isinstance(value, str) or not value.strip():
+                continue
+            if id_problem(value, self.session_id_grammar) is None:
+                return value, None
+            return None, value
+        return None, None
+
+    def ignores_identity(self, payload: object) -> bool:
+        """True when the payload's id fields never name the pane's session (Codex title thread)."""
+        return False
+
+    def check_session_id(self, value: object) -> str:
+        """Return ``value`` when it is a session id of this agent.
+
+        Raises:
+            UnsafeValue: (a ``ValueError``) the reason, e.g. ``session id '--x' rejected:
+                starts with '-' (would be read as an option)``.
+
+        Spec: issue 10 item 4; ``core.argv_safety``.
+        """
+        return check_id(value, self.session_id_grammar)
 
     def notification_draft(self, event: str, payload: object) -> NotificationDraft | None:
         """Return the notification this hook suggests, if any (agents.md §2 last column).

@@ -103,14 +103,12 @@ class CodexAdapter(Adapter):
                 )
         return UNRECOGNIZED
 
-    def session_id(self, payload: object) -> str | None:
-        """Return ``session_id``, else the notify ``thread-id``; never the title thread's id.
+    def ignores_identity(self, payload: object) -> bool:
+        """The hidden title thread's notify carries an id that is never the pane's session.
 
-        Spec: agents.md §2.2 "Session id".
+        Spec: agents.md §2.2 "Session id" (``session_id``, else the notify ``thread-id``).
         """
-        if is_title_thread(payload):
-            return None
-        return super().session_id(payload)
+        return is_title_thread(payload)
 
     def _draft(self, event: str, p: dict[str, object]) -> NotificationDraft | None:
         match event:

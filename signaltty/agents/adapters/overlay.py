@@ -28,6 +28,7 @@ class OverlayAdapter(Adapter):
         entry: the merged catalog entry whose ``lifecycle``, ``session_key`` and ``resume``
             apply.
 
+    The entry's ``[session] id_format`` (if any) replaces the builtin session id grammar.
     ``kind`` stays the builtin kind (the rules and the pane model know only kinds);
     ``display_name``/``default_title`` come from the entry; the entry's exact ``binaries``
     join ``builtin_names`` so nested-session detection finds the agent process.
@@ -50,6 +51,8 @@ class OverlayAdapter(Adapter):
         self.tool_events = base.tool_events
         self.resume = entry.resume if entry.resume is not None else base.resume
         self.answer = base.answer
+        grammar = entry.session_id_grammar
+        self.session_id_grammar = grammar if grammar is not None else base.session_id_grammar
 
     def classify(self, event: str, payload: object) -> Classification:
         """The builtin classification with the entry's ``[lifecycle.<event>]`` fields on top.
@@ -77,6 +80,10 @@ class OverlayAdapter(Adapter):
     def is_auxiliary(self, event: str, payload: object, known_session_id: str | None) -> bool:
         """Delegates to the builtin adapter."""
         return self.base.is_auxiliary(event, payload, known_session_id)
+
+    def ignores_identity(self, payload: object) -> bool:
+        """Delegates to the builtin adapter (the Codex title thread stays ignored)."""
+        return self.base.ignores_identity(payload)
 
     def __repr__(self) -> str:
         return f"<OverlayAdapter kind={self.kind!r} entry={self.entry.id!r}>"

@@ -1,0 +1,442 @@
+"""Linux desktop notifications: an ``org.freedesktop.Notifications`` client (jeepney) that
+obeys a button only from the notification server it sent the notification to.
+
+Trust rule (issue 10 §2). Any connection on the session bus can emit ``ActionInvoked``, and
+on a shared bus another user can own ``org.freedesktop.Notifications``. So:
+
+1. Before every ``Notify`` the owner of the well-known name is resolved to its unique name
+   (``GetNameOwner``; ``StartServiceByName`` first when nobody owns it, as a call to the
+   well-known name would activate it) and that connection's uid is read from the bus
+   daemon (``GetConnectionUnixUser``, cached per unique name). A server of another uid is
+   refused: it is sent nothing (:class:`ServerRefused`).
+2. ``Notify`` (and ``CloseNotification``) are addressed to that unique name, never to the
+   well-known name, so no other connection can take the notification in between.
+3. The id the server returns is recorded with that unique name. ``ActionInvoked`` and
+   ``NotificationClosed`` for the id count only when their sender field — filled in by the
+   bus daemon, not by the sender — is that unique name. Unique names are never reused on a
+   bus and a connection's uid never changes, so the uid checked in step 1 is the uid of
+   whoever pressed. Anything else is ignored and logged (``notify.action_ignored``).
+
+The signal match rule deliberately names no sender: the check is per notification id (a
+match rule cannot say "the server that took *this* id"), unicast signals bypass match rules
+anyway, and seeing a forgery lets us log it. desktop-notifier's D-Bus backend hides the
+sender of a signal and the reply's sender of ``Notify``, so it cannot apply this rule.
+
+Replies and signals are handled in arrival order by one reader: the id of a ``Notify`` is
+recorded when its reply is read, before any later signal is looked at.
+
+A notification whose action ran is withdrawn (``CloseNotification``) unless the server
+reported it closed first. The specification lets a server keep a notification after an
+action, and dunst does for actions chosen from its context menu: a critical permission
+prompt then stayed on screen for good (issue 13 item 7). Its id stays known until the
+server confirms the close, so the withdrawal reaches the right server; a second press of
+it runs nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import structlog
+from jeepney import (
+    DBusAddress,
+    HeaderFields,
+    Message,
+    MessageType,
+    new_error,
+    new_method_call,
+    new_method_return,
+)
+from jeepney.io.asyncio import DBusConnection
+
+log = structlog.get_logger("signaltty.notify")
+
+NAME: Final = "org.freedesktop.Notifications"
+PATH: Final = "/org/freedesktop/Notifications"
+_DBUS: Final = DBusAddress(
+    "/org/freedesktop/DBus", bus_name="org.freedesktop.DBus", interface="org.freedesktop.DBus"
+)
+_MATCH: Final = f"type='signal',interface='{NAME}',path='{PATH}'"
+CALL_TIMEOUT_S: Final = 3.0
+MAX_LOGGED_PER_SENDER: Final = 10  # ignored signals logged per sender (a flood is counted)
+MAX_TRACKED_SENDERS: Final = 256
+MAX_UID_CACHE: Final = 64
+MAX_SENT: Final = 512  # notifications remembered for their buttons (the oldest go first)
+
+URGENCY: Final = {"low": 0, "normal": 1, "critical": 2}
+SOUND_NAME: Final = "message-new-instant"  # freedesktop sound naming spec
+
+
+class ServerRefused(Exception):
+    """No notification server we may use: none on the bus, or one of another user."""
+
+
+class CallFailed(Exception):
+    """The server or the bus daemon answered a call with a D-Bus error."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The verified notification server for one send.
+
+    Attributes:
+        unique_name: its unique bus name (``:1.42``), which owned ``org.freedesktop.
+            Notifications`` and runs as our uid.
+        capabilities: its ``GetCapabilities`` list (``actions``, ``body-markup``, …).
+        server_name: the first field of ``GetServerInformation``.
+    """
+
+    unique_name: str
+    capabilities: frozenset[str]
+    server_name: str
+
+    @property
+    def actions(self) -> bool:
+        return "actions" in self.capabilities
+
+    @property
+    def markup(self) -> bool:
+        return "body-markup" in self.capabilities
+
+
+_OnReply = Callable[[Message], None]
+
+
+@dataclass(slots=True)
+class _Sent:
+    server: str  # unique name the Notify call went to
+    on_action: Callable[[str], None]
+    acted: bool = False  # an action ran; only the withdrawal is left
+
+
+class FdoNotifications:
+    """One session-bus connection to the notification server (see the module docstring).
+
+    Attributes:
+        alive: the connection is up (a lost bus ends it; make a new instance then).
+    """
+
+    def __init__(self, uid: int | None = None) -> None:
+        self.uid = os.getuid() if uid is None else uid
+        self.alive = False
+        self._conn: DBusConnection | None = None
+        self._reader: asyncio.Task[None] | None = None
+        # serial → (reply future, hook run by the reader when the reply arrives)
+        self._pending: dict[int, tuple[asyncio.Future[Message], _OnReply | None]] = {}
+        self._sent: dict[int, _Sent] = {}
+        self._uids: dict[str, int] = {}
+        self._targets: dict[str, Target] = {}  # unique name → capabilities read once
+        self._ignored: dict[str, int] = {}
+        self._closing: set[asyncio.Task[None]] = set()  # withdrawals after an action
+
+    # ---------------------------------------------------------------- connection
+
+    async def open(self) -> None:
+        """Connect to the session bus and subscribe to the server's signals.
+
+        Raises:
+            dbus.NoSessionBus: no session bus address. OSError, EOFError, ConnectionError:
+            the bus is unreachable. TimeoutError: the bus does not answer.
+        """
+        from signaltty.desktop.dbus import _open_session_bus
+
+        conn = await _open_session_bus()
+        self._conn = conn
+        self.alive = True
+        self._reader = asyncio.get_running_loop().create_task(
+            self._read(conn), name="notify-reader"
+        )
+        await self._call(_DBUS, "AddMatch", "s", (_MATCH,))
+
+    def disconnect(self) -> None:
+        """Close the connection (idempotent); pending calls fail, ids are forgotten."""
+        self.alive = False
+        conn, self._conn = self._conn, None
+        if self._reader is not None:
+            self._reader.cancel()
+            self._reader = None
+        self._fail_pending(ConnectionError("notification bus connection closed"))
+        self._sent.clear()
+        for task in list(self._closing):
+            task.cancel()
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.writer.close()
+
+    def _fail_pending(self, exc: BaseException) -> None:
+        pending, self._pending = self._pending, {}
+        for fut, _ in pending.values():
+            if not fut.done():
+                fut.set_exception(exc)
+
+    async def _call(
+        self,
+        addr: DBusAddress,
+        member: str,
+        sig: str | None,
+        body: tuple[Any, ...],
+        on_reply: Callable[[Message], None] | None = None,
+    ) -> Message:
+        """Send a method call and wait for its reply (:data:`CALL_TIMEOUT_S`).
+
+        ``on_reply`` runs in the reader when the reply arrives, before the next message.
+
+        Raises:
+            ConnectionError: not connected. TimeoutError: no reply in time.
+            CallFailed: an error reply.
+        """
+        conn = self._conn
+        if conn is None or conn.writer.is_closing():
+            raise ConnectionError("not connected to the session bus")
+        serial = next(conn.outgoing_serial)
+        fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._pending[serial] = (fut, on_reply)
+        try:
+            conn.writer.write(new_method_call(addr, member, sig, body).serialise(serial))
+            async with asyncio.timeout(CALL_TIMEOUT_S):
+                reply = await fut
+        finally:
+            self._pending.pop(serial, None)
+        if reply.header.message_type == MessageType.error:
+            text = str(reply.body[0]) if reply.body else ""
+            raise CallFailed(str(reply.header.fields.get(HeaderFields.error_name)), text[:200])
+        return reply
+
+    async def _read(self, conn: DBusConnection) -> None:
+        try:
+            while True:
+                msg = await conn.receive()
+                mtype = msg.header.message_type
+                if mtype in (MessageType.method_return, MessageType.error):
+                    entry = self._pending.get(msg.header.fields.get(HeaderFields.reply_serial, -1))
+                    if entry is not None and not entry[0].done():
+                        if entry[1] is not None:
+                            entry[1](msg)
+                        entry[0].set_result(msg)
+                elif mtype == MessageType.signal:
+                    self._on_signal(msg)
+                elif mtype == MessageType.method_call:
+                    self._answer_call(conn, msg)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the bus went away
+            log.info("notify.bus_closed", reason=f"{type(exc).__name__}: {exc}"[:200])
+        finally:
+            self.alive = False
+            self._fail_pending(ConnectionError("notification bus connection closed"))
+
+    def _answer_call(self, conn: DBusConnection, msg: Message) -> None:
+        """We export nothing: ``Peer.Ping`` is answered (servers use it to see that we are
+        alive), every other call gets ``UnknownMethod`` so no caller waits for us."""
+        if msg.header.flags & 1:  # NO_REPLY_EXPECTED
+            return
+        fields = msg.header.fields
+        if fields.get(HeaderFields.interface) == "org.freedesktop.DBus.Peer" and fields.get(
+            HeaderFields.member
+        ) == "Ping":
+            reply = new_method_return(msg)
+        else:
+            reply = new_error(
+                msg, "org.freedesktop.DBus.Error.UnknownMethod", "s", ("nothing is exported here",)
+            )
+        with contextlib.suppress(Exception):
+            conn.writer.write(reply.serialise(next(conn.outgoing_serial)))
+
+    # ---------------------------------------------------------------- the server
+
+    async def target(self) -> Target:
+        """The server to send the next notification to, verified (module docstring, step 1).
+
+        Raises:
+            ServerRefused: nobody provides ``org.freedesktop.Notifications``, or its owner
+                runs as another uid. ConnectionError, TimeoutError, CallFailed: bus failures.
+        """
+        owner = await self._owner()
+        uid = self._uids.get(owner)
+        if uid is None:
+            reply = await self._call(_DBUS, "GetConnectionUnixUser", "s", (owner,))
+            uid = int(reply.body[0])
+            if len(self._uids) >= MAX_UID_CACHE:
+                self._uids.clear()
+            self._uids[owner] = uid
+        if uid != self.uid:
+            raise ServerRefused(
+                f"the notification server ({owner}) runs as uid {uid}, not as this user "
+                f"(uid {self.uid}); nothing is sent to it"
+            )
+        found = self._targets.get(owner)
+        if found is None:
+            addr = _server(owner)
+            caps = await self._call(addr, "GetCapabilities", None, ())
+            info = await self._call(addr, "GetServerInformation", None, ())
+            found = Target(
+                unique_name=owner,
+                capabilities=frozenset(str(c) for c in caps.body[0]),
+                server_name=str(info.body[0]) if info.body else "",
+            )
+            self._targets = {owner: found}  # an older server is gone for good
+        return found
+
+    async def _owner(self) -> str:
+        try:
+            reply = await self._call(_DBUS, "GetNameOwner", "s", (NAME,))
+        except CallFailed:
+            # not running: start it the way a call to the well-known name would (activation)
+            try:
+                await self._call(_DBUS, "StartServiceByName", "su", (NAME, 0))
+                reply = await self._call(_DBUS, "GetNameOwner", "s", (NAME,))
+            except CallFailed:
+                raise ServerRefused(f"no {NAME} on the session bus") from None
+        return str(reply.body[0])
+
+    async def notify(
+        self,
+        target: Target,
+        *,
+        summary: str,
+        body: str,
+        actions: list[tuple[str, str]],
+        urgency: str,
+        expire_ms: int,
+        sound: bool,
+        on_action: Callable[[str], None],
+    ) -> int:
+        """Show a notification on ``target``; ``on_action(key)`` runs at most once, for a
+        press from ``target`` only.
+
+        Args:
+            target: from :meth:`target`.
+            summary: plain-text title. body: text as the server should receive it
+                (already escaped for ``body-markup`` servers).
+            actions: ``(key, label)`` pairs (``default`` = body click).
+            urgency: ``low``, ``normal`` or ``critical``.
+            expire_ms: 0 never expires, -1 the server's default, else milliseconds.
+            sound: ask for the standard message sound.
+            on_action: called with the action key.
+
+        Returns:
+            The server's notification id.
+
+        Raises:
+            ConnectionError, TimeoutError, CallFailed: the send failed.
+        """
+        hints: dict[str, tuple[str, Any]] = {"urgency": ("y", URGENCY.get(urgency, 1))}
+        if sound:
+            hints["sound-name"] = ("s", SOUND_NAME)
+        flat = [part for pair in actions for part in pair]
+        server = target.unique_name
+
+        def register(msg: Message) -> None:
+            if (
+                msg.header.message_type == MessageType.method_return
+                and msg.header.fields.get(HeaderFields.sender) == server
+                and len(msg.body) == 1
+                and isinstance(msg.body[0], int)
+            ):
+                if len(self._sent) >= MAX_SENT:  # servers that never report a close
+                    del self._sent[next(iter(self._sent))]
+                self._sent[msg.body[0]] = _Sent(server, on_action)
+
+        reply = await self._call(
+            _server(server),
+            "Notify",
+            "susssasa{sv}i",
+            ("signaltty", 0, "", summary, body, flat, hints, expire_ms),
+            on_reply=register,
+        )
+        nid = int(reply.body[0])
+        if nid not in self._sent:  # a reply from elsewhere cannot happen on a real bus
+            raise ConnectionError("the Notify reply did not come from the notification server")
+        return nid
+
+    async def close_notification(self, nid: int) -> None:
+        """Withdraw ``nid`` from the server that shows it; nothing when it is already closed.
+
+        The id is forgotten only after the server answered: a press that raced the
+        withdrawal is still delivered (it then answers a decision no longer pending).
+
+        Raises:
+            ConnectionError, TimeoutError: the bus failed.
+        """
+        sent = self._sent.get(nid)
+        if sent is None:
+            return
+        try:
+            await self._call(_server(sent.server), "CloseNotification", "u", (nid,))
+        except CallFailed:
+            pass  # already closed, or the server is gone: either way nothing is shown
+        finally:
+            self._sent.pop(nid, None)
+
+    # ---------------------------------------------------------------- signals
+
+    def _on_signal(self, msg: Message) -> None:
+        fields = msg.header.fields
+        member = fields.get(HeaderFields.member)
+        if (
+            fields.get(HeaderFields.interface) != NAME
+            or fields.get(HeaderFields.path) != PATH
+            or member not in ("ActionInvoked", "NotificationClosed")
+        ):
+            return
+        want = "us" if member == "ActionInvoked" else "uu"
+        if fields.get(HeaderFields.signature) != want:
+            return
+        nid, arg = msg.body
+        sent = self._sent.get(nid)
+        if sent is None:
+            return  # another application's notification, or one of ours already gone
+        sender = str(fields.get(HeaderFields.sender) or "")
+        if sender != sent.server:
+            self._log_ignored(sender, sent.server, member, nid)
+            return
+        if member == "NotificationClosed":
+            del self._sent[nid]
+            return
+        if sent.acted:
+            return  # a second press of a notification the server kept: runs nothing
+        sent.acted = True
+        try:
+            sent.on_action(str(arg))
+        except Exception:  # noqa: BLE001 - a callback must not end the reader
+            log.exception("notify.action_failed", notification_id=nid)
+        # Withdraw it: the server may keep it after the action (module docstring). When it
+        # closes it itself, its NotificationClosed usually arrives first and this is a no-op.
+        task = asyncio.get_running_loop().create_task(self._withdraw_after_action(nid))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _withdraw_after_action(self, nid: int) -> None:
+        try:
+            await self.close_notification(nid)
+        except Exception as exc:  # noqa: BLE001 - the bus went away: nothing is shown then
+            log.info("notify.withdraw_failed", notification_id=nid, error=type(exc).__name__)
+
+    def _log_ignored(self, sender: str, server: str, member: str, nid: int) -> None:
+        if sender not in self._ignored and len(self._ignored) >= MAX_TRACKED_SENDERS:
+            self._ignored.clear()
+        count = self._ignored.get(sender, 0) + 1
+        self._ignored[sender] = count
+        if count <= MAX_LOGGED_PER_SENDER:
+            log.warning(
+                "notify.action_ignored",
+                reason="not sent by the notification server this notification went to",
+                signal=member,
+                notification_id=nid,
+                sender=sender,
+                server=server,
+                count=count,
+            )
+
+
+def _server(unique_name: str) -> DBusAddress:
+    return DBusAddress(PATH, bus_name=unique_name, interface=NAME)

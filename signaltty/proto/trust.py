@@ -1,0 +1,172 @@
+"""Who is on the other end of the daemon socket (stdlib only: the hook fast path imports it).
+
+A client proves, before sending a byte, that the socket belongs to its own daemon:
+
+* the socket's directory is owned by the client's effective uid and has no group or other
+  permission bits (mode 0700), so no other user can have put a socket there, and
+* the process listening on the connected socket runs as that uid (``SO_PEERCRED`` on
+  Linux; ``LOCAL_PEERCRED``/``getpeereid`` on macOS and the BSDs).
+
+The second check is the one that holds against races (a directory swapped between the
+``stat`` and the ``connect``); the first refuses a foreign ``/tmp/signaltty-<uid>`` before
+even connecting. The effective uid is compared on both sides: it is what owns files the
+daemon creates and what ``SO_PEERCRED`` reports.
+
+``peer_uid`` lives here rather than in ``signaltty.system`` because the clients are in
+``signaltty.proto``, which must not import the layers above it; ``signaltty.system.peercred``
+re-exports it for the listener.
+
+Spec: protocol.md §1 "Socket security"; issue 10 §1 (clients authenticate the daemon).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import struct
+import sys
+
+# Linux <sys/socket.h>: struct ucred {pid_t pid; uid_t uid; gid_t gid;}; uid_t is unsigned.
+_UCRED = struct.Struct("iII")
+# Linux fills ucred with uid (uid_t)-1 when there is no peer: an unconnected socket or a
+# socket of another family (TCP).
+_NO_UID = 0xFFFFFFFF
+# macOS <sys/un.h> and <sys/ucred.h>.
+_SOL_LOCAL = 0
+_LOCAL_PEERCRED = getattr(socket, "LOCAL_PEERCRED", 0x001)
+_XUCRED_VERSION = 0
+# struct xucred {u_int cr_version; uid_t cr_uid; short cr_ngroups; gid_t cr_groups[16];}
+_XUCRED = struct.Struct("IIh16I")
+# Group and other bits: any of them lets another user list, enter or write the directory.
+_NOT_PRIVATE = stat.S_IRWXG | stat.S_IRWXO
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """Return the uid of the process on the other end of a connected ``AF_UNIX`` socket.
+
+    Args:
+        sock: an accepted, connected or socketpair Unix stream socket (or an object with
+            the same ``getsockopt``/``fileno``, e.g. asyncio's transport socket).
+
+    Returns:
+        The peer's effective uid, or None when the platform offers no mechanism, the socket
+        is not a connected Unix socket (Linux then reports uid ``(uid_t)-1``), or the call
+        fails. For a listening server the uid is the one it had when it called ``listen``.
+
+    Raises:
+        Nothing.
+
+    Spec: protocol.md §1 "Socket security" (Linux ``SO_PEERCRED``, macOS
+    ``LOCAL_PEERCRED``/``getpeereid``).
+    """
+    so_peercred = getattr(socket, "SO_PEERCRED", None)
+    if so_peercred is not None:
+        try:
+            raw = sock.getsockopt(socket.SOL_SOCKET, so_peercred, _UCRED.size)
+        except OSError:
+            return None
+        if len(raw) != _UCRED.size:
+            return None
+        _pid, uid, _gid = _UCRED.unpack(raw)
+        return None if uid == _NO_UID else int(uid)
+    if sys.platform == "darwin":
+        uid = _local_peercred_uid(sock)
+        if uid is not None:
+            return uid
+    return _getpeereid_uid(sock)
+
+
+def _local_peercred_uid(sock: socket.socket) -> int | None:
+    """Read the peer uid with ``getsockopt(SOL_LOCAL, LOCAL_PEERCRED)`` (macOS)."""
+    try:
+        raw = sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERCRED, _XUCRED.size)
+    except OSError:
+        return None
+    return _xucred_uid(raw)
+
+
+def _xucred_uid(raw: bytes) -> int | None:
+    """Return ``cr_uid`` of a packed ``struct xucred``, or None for a short or unknown layout."""
+    if len(raw) < _XUCRED.size:
+        return None
+    version, uid, *_groups = _XUCRED.unpack_from(raw)
+    if version != _XUCRED_VERSION:
+        return None
+    return int(uid)
+
+
+def _getpeereid_uid(sock: socket.socket) -> int | None:
+    """Call libc ``getpeereid(fd, &euid, &egid)`` through ctypes; None if libc lacks it."""
+    try:
+        import ctypes
+    except ImportError:
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        getpeereid = getattr(libc, "getpeereid", None)
+        if getpeereid is None:
+            return None
+        euid = ctypes.c_uint32()
+        egid = ctypes.c_uint32()
+        if getpeereid(sock.fileno(), ctypes.byref(euid), ctypes.byref(egid)) != 0:
+            return None
+    except OSError:
+        return None
+    return None if euid.value == _NO_UID else int(euid.value)
+
+
+def private_dir_problem(info: os.stat_result, directory: str, uid: int | None = None) -> str | None:
+    """Say why a directory cannot hold our socket, or None when it can.
+
+    Args:
+        info: ``os.stat`` (or ``lstat``) of ``directory``.
+        directory: its path, for the message.
+        uid: the uid that must own it; None means ``os.geteuid()``.
+
+    Returns:
+        None for a directory owned by ``uid`` without group/other bits (mode 0700, 0500…);
+        otherwise one sentence, e.g. ``"/tmp/signaltty-1000 is owned by uid 1001, not by
+        you (uid 1000)"`` or ``"/tmp/x has mode 0755; it must be 0700 (no group or other
+        access)"``.
+
+    Spec: issue 10 §1 (the socket's directory is owned by the user, mode 0700).
+    """
+    me = os.geteuid() if uid is None else uid
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{directory} is not a directory"
+    if info.st_uid != me:
+        return f"{directory} is owned by uid {info.st_uid}, not by you (uid {me})"
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & _NOT_PRIVATE:
+        return f"{directory} has mode {mode:04o}; it must be 0700 (no group or other access)"
+    return None
+
+
+def socket_dir_problem(path: str) -> str | None:
+    """Check the directory holding the socket ``path`` (symlinks followed).
+
+    Returns:
+        None when it is private to us; a sentence from :func:`private_dir_problem` otherwise.
+
+    Raises:
+        OSError: the directory cannot be examined (e.g. ``FileNotFoundError``: no daemon).
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    return private_dir_problem(os.stat(directory), directory)
+
+
+def server_problem(sock: socket.socket, path: str) -> str | None:
+    """Check who listens on a connected socket.
+
+    Returns:
+        None when the server runs as our effective uid; otherwise a sentence naming its uid
+        (or saying it cannot be known).
+    """
+    me = os.geteuid()
+    uid = peer_uid(sock)
+    if uid is None:
+        return f"cannot tell which user runs the server on {path}"
+    if uid != me:
+        return f"the server on {path} runs as uid {uid}, not as you (uid {me})"
+    return None
