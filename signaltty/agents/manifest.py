@@ -448,6 +448,13 @@ class ScreenTable(_Table):
     all: StrList = []
     not_: StrList = Field(default=[], alias="not")
     priority: int = 0
+    # what the person should do, for a ``blocked`` rule (the pane's last message, so the
+    # notification says it; issue 11 item 4)
+    message: str | None = Field(None, min_length=1, max_length=300)
+    # an ``idle`` screen the agent shows only once its turn is over, also when it sends no
+    # hook for that (Claude's prompt after Esc): a hooked pane left working settles within
+    # seconds, not after stuck-working recovery (issue 11 item 1)
+    ends_turn: bool = False
 
     @field_validator("state")
     @classmethod
@@ -650,6 +657,8 @@ def compile_screen_rules(tables: Any, file: str, source: str) -> tuple[ScreenRul
                 priority=t.priority,
                 file=file,
                 source=source,
+                message=t.message,
+                ends_turn=t.ends_turn and t.state == "idle",
             )
         )
     return tuple(rules)

@@ -14,7 +14,15 @@ from typing import Final, Literal
 from signaltty.core.ids import new_id
 from signaltty.core.model import Decision
 
-NATIVE_AGENTS: Final = frozenset({"claude", "codex"})
+# OpenCode: its plugin reports `permission.asked` as a PermissionRequest and sends the verdict
+# through OpenCode's reply API (issue 11 item 6); Pi: the managed extension does the same for
+# extension confirmation dialogs and closes the dialog with the verdict.
+NATIVE_AGENTS: Final = frozenset({"claude", "codex", "opencode", "pi"})
+# Agents that show no dialog of their own while their PermissionRequest hook waits (Codex
+# 0.171 draws "Running hook" until the hook ends): a person at that terminal cannot answer
+# then, so their wait is bounded by ``[permissions] hidden_wait_s`` when nobody can answer
+# elsewhere (issue 11 item 3; Claude shows its dialog during the wait).
+HIDDEN_WHILE_WAITING: Final = frozenset({"codex"})
 # protocol.md §4 Decision: prompt ≤ 8 KiB.
 MAX_PROMPT_BYTES: Final = 8 * 1024
 NATIVE_OPTIONS: Final = (("once", "Allow once"), ("deny", "Deny"))
@@ -34,7 +42,7 @@ def meets_native_contract(agent: str, payload: object) -> bool:
         payload: hook JSON of any type.
 
     Returns:
-        True for agent ``claude``/``codex`` with a payload object holding a non-blank string
+        True for an agent of ``NATIVE_AGENTS`` with a payload object holding a non-blank string
         ``session_id`` and ``tool_name`` and an object ``tool_input``.
 
     Spec: states.md §3.1 step 1; integrations.md §4.1 step 2.

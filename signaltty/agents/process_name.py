@@ -26,6 +26,9 @@ _SCRIPT_SUFFIXES: Final = (".js", ".mjs", ".cjs", ".ts", ".py", ".sh", ".bash")
 # Shells: a shell running a script file is named after the script (not in agents.md §3.2,
 # which leaves shells to the refresh walk; docs/decisions.md).
 SHELLS: Final = frozenset({"sh", "bash", "zsh", "fish", "dash"})
+# Nix's makeWrapper renames the real program: ``bin/claude`` execs ``bin/.claude-wrapped``
+# (``.claude-unwrapped`` for some packages); the person started ``claude`` (issue 11 item 11).
+_NIX_WRAPPED: Final = re.compile(r"\.(.+)-(?:un)?wrapped")
 MAX_PROGRAM_NAME: Final = 128
 
 
@@ -71,8 +74,13 @@ def _script_name(runtime: str, args: Sequence[str]) -> str:
             if python and arg[1:2] == "c" and not arg.startswith("--"):
                 return runtime  # -cCODE
             continue
-        return _strip_suffix(os.path.basename(arg)) or runtime
+        return _unwrapped(_strip_suffix(os.path.basename(arg))) or runtime
     return runtime
+
+
+def _unwrapped(name: str) -> str:
+    nix = _NIX_WRAPPED.fullmatch(name)
+    return nix.group(1) if nix is not None else name
 
 
 def program_name(argv: Sequence[str]) -> str:
@@ -82,7 +90,8 @@ def program_name(argv: Sequence[str]) -> str:
         argv: the command line (``/proc/<pid>/cmdline`` split, or a spawn argv).
 
     Returns:
-        The basename of ``argv[0]`` without a login shell's leading ``-``; for a runtime,
+        The basename of ``argv[0]`` without a login shell's leading ``-`` (and Nix's
+        ``.NAME-wrapped``/``.NAME-unwrapped`` read as ``NAME``); for a runtime,
         the name of the script or module it runs; ``""`` for an empty argv.
 
     Spec: agents.md §3.2.
@@ -91,6 +100,9 @@ def program_name(argv: Sequence[str]) -> str:
         return ""
     name = os.path.basename(argv[0])
     name = name.removeprefix("-")
+    nix = _NIX_WRAPPED.fullmatch(name)
+    if nix is not None:
+        name = nix.group(1)
     if is_runtime(name):
         name = _script_name(name, list(argv[1:]))
     elif name in SHELLS:

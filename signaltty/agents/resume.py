@@ -104,6 +104,23 @@ def validate_reported_resume_argv(argv: object) -> list[str]:
     return list(argv)
 
 
+def matches_template(reported: Sequence[str], expected: Sequence[str] | None) -> bool:
+    """True when a reported ``resume_argv`` is exactly the agent's own resume command.
+
+    ``expected`` is the manifest/adapter template with the (validated) session id
+    substituted. ``argv[0]`` may be the bare program name or any path to it (same
+    basename); every later element must be equal, in order. A reported argv is only ever
+    compared, never run: ``pane.resume`` rebuilds the command from the template, so a pane
+    process cannot add an option (``--dangerously-skip-permissions``, ``sh -c``) to
+    another's resume command (issue 10 follow-up: free-form reported argv are refused).
+    """
+    if not expected or len(reported) != len(expected) or not reported:
+        return False
+    if os.path.basename(reported[0]) != os.path.basename(expected[0]):
+        return False
+    return list(reported[1:]) == list(expected[1:])
+
+
 def substitute(
     template: Sequence[str], session_id: str, grammar: re.Pattern[str] | None = None
 ) -> list[str]:
@@ -233,25 +250,21 @@ def resolve_resume_argv(
 def resolve(pane: Pane, adapter: Adapter, session_id: str | None) -> list[str] | None:
     """Resolve the resume argv of ``pane`` for ``session_id`` with ``adapter``'s template.
 
-    A reported argv is reused while it belongs to the same session id; a different id
-    falls back to the adapter template (the reported command named the old session).
+    Always the template: a reported argv is never reused (it was accepted only when equal
+    to this result, and one from an older snapshot may be free-form).
 
     Raises:
         UnsafeValue: (a ``ValueError``) ``session_id`` fails the adapter's id grammar.
 
-    Spec: agents.md §3.4; protocol.md §6 ``pane.resume``.
+    Spec: agents.md §3.4; protocol.md §6 ``pane.resume``; issue 10 follow-up (item 1).
     """
     info = pane.agent
-    reported = None
-    if info.resume_source == "reported" and info.agent_session_id == session_id:
-        reported = info.resume_argv
     return resolve_resume_argv(
         adapter.resume_template(),
         session_id,
         argv=pane.argv,
         launch_cwd=pane.launch_cwd,
         launch_prefix=info.launch_prefix,
-        reported=reported,
         grammar=adapter.session_id_grammar,
     )
 
@@ -259,8 +272,8 @@ def resolve(pane: Pane, adapter: Adapter, session_id: str | None) -> list[str] |
 def argv_to_resume(pane: Pane, adapter: Adapter | None) -> list[str] | None:
     """The argv ``pane.resume`` runs, checked once more right before it is spawned.
 
-    A reported argv is re-validated (``validate_reported_resume_argv``) and its session id
-    too; an adapter-built one is recomputed from the template, which re-checks the id.
+    Always recomputed from the manifest/adapter template with the stored session id (which
+    re-checks the id); a stored reported argv is never run, whatever its source.
 
     Args:
         pane: the pane to resume.
@@ -276,11 +289,6 @@ def argv_to_resume(pane: Pane, adapter: Adapter | None) -> list[str] | None:
     Spec: protocol.md §6 ``pane.resume``; issue 10 item 4 (defence in depth).
     """
     info = pane.agent
-    grammar = adapter.session_id_grammar if adapter is not None else None
-    if info.resume_source == "reported" and info.resume_argv:
-        if info.agent_session_id is not None:
-            check_id(info.agent_session_id, grammar)
-        return validate_reported_resume_argv(info.resume_argv)
     if adapter is not None and info.agent_session_id:
         return resolve(pane, adapter, info.agent_session_id)
     return None

@@ -5,8 +5,9 @@ The scripts come from argcomplete, which completes from the same argparse tree a
 completed without touching this file. ``--install`` writes the script where each shell looks
 for per-user completions:
 
-- bash: ``$XDG_DATA_HOME/bash-completion/completions/signaltty`` (bash-completion ≥ 2 loads it
-  on first use);
+- bash: ``$XDG_DATA_HOME/bash-completion/completions/signaltty`` (the bash-completion package,
+  ≥ 2, loads it on first use; without that package the command prints the ``source`` line
+  for ``~/.bashrc``);
 - zsh: ``$XDG_DATA_HOME/zsh/site-functions/_signaltty`` (that directory must be on ``fpath``
   before ``compinit``; the command says so);
 - fish: ``$XDG_CONFIG_HOME/fish/completions/signaltty.fish``.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,13 +27,13 @@ SHELLS = ("bash", "zsh", "fish")
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add ``completion`` to the top-level subparsers ``sub``."""
+    # no --json/--socket: the script is text for a shell and needs no daemon
     c = sub.add_parser(
         "completion",
-        parents=[common],
         help="print or install the shell completion script (bash, zsh, fish)",
         description="Print the completion script for SHELL, or install it with --install.",
     )
-    c.add_argument("shell", choices=SHELLS)
+    c.add_argument("shell", choices=SHELLS, metavar="SHELL", help="the shell to complete for: bash, zsh or fish")
     c.add_argument("--install", action="store_true", help="write it where the shell finds it")
 
 
@@ -71,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"signaltty: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     print(f"wrote {target}")
+    if args.shell == "bash":
+        # bash itself never reads that directory; the bash-completion package does
+        print(
+            "bash loads it only when the bash-completion package is installed (apt/dnf/brew "
+            "install bash-completion); without it add to ~/.bashrc:\n"
+            f"  source {shlex.quote(str(target))}",
+            file=sys.stderr,
+        )
     if args.shell == "zsh":
         print(
             f"add to ~/.zshrc before compinit: fpath=({target.parent} $fpath)",

@@ -21,7 +21,11 @@ if TYPE_CHECKING:
 from signaltty.proto.client import Client, ConnectError, UntrustedServer, default_socket
 from signaltty.proto.envelope import SignalttyError
 
-MAX_PAYLOAD = 256 * 1024
+MAX_PAYLOAD = 256 * 1024  # what the daemon takes (core.limits.MAX_HOOK_PAYLOAD)
+# What we read from the agent: a larger payload (a PermissionRequest for a big file write)
+# is shrunk for display, never refused (issue 11 item 11); past this it is not parsed at all.
+MAX_READ = 16 * 1024 * 1024
+TRUNCATED_KEY = "signaltty_truncated"
 CONNECT_TIMEOUT_S = 1.0
 RESPONSE_TIMEOUT_S = 5.0
 WAIT_RESPONSE_TIMEOUT_S = 130.0
@@ -94,17 +98,23 @@ def hook_event(argv: list[str]) -> int:
         if "--agent" not in opts:
             raise _Usage("--agent is required")
         payload: Any = None
+        unparsed = False
         if opts.get("--payload-stdin"):
-            data = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
-            if len(data) > MAX_PAYLOAD:
-                _err("payload too large")
-                return 1
+            data = sys.stdin.buffer.read(MAX_READ + 1)
+            if len(data) > MAX_READ:
+                while sys.stdin.buffer.read(1 << 20):  # the agent must not block on a full pipe
+                    pass
+                data, unparsed = b"", True
             if data.strip():
                 try:
                     payload = json.loads(data)
-                except ValueError:
+                except (ValueError, RecursionError):
                     _err("invalid payload JSON")
                     return 1
+                if len(data) > MAX_PAYLOAD:
+                    payload = shrink_payload(payload, MAX_PAYLOAD)
+            elif unparsed:
+                payload = {TRUNCATED_KEY: True}
         elif rest:
             try:
                 payload = json.loads(rest[-1])
@@ -133,7 +143,8 @@ def hook_event(argv: list[str]) -> int:
             except ValueError:
                 _err("invalid decision JSON")
                 return 1
-        waiting = bool(opts.get("--wait-for-answer"))
+        # an unparsed payload cannot meet the native contract: report the state, no wait
+        waiting = bool(opts.get("--wait-for-answer")) and not unparsed
         if waiting:
             params["wait_for_answer"] = True
             if "--wait-timeout" in opts:
@@ -159,6 +170,45 @@ def hook_event(argv: list[str]) -> int:
         as_json=bool(opts.get("--json")),
         waiting=waiting,
     )
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":")))
+
+
+def _cut(value: Any, cap: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= cap else value[:cap] + f"… [{len(value) - cap} characters cut]"
+    if isinstance(value, list):
+        return [_cut(v, cap) for v in value[: max(1, cap // 8)]]
+    if isinstance(value, dict):
+        return {k[:256]: _cut(v, cap) for k, v in list(value.items())[: max(1, cap // 8)]}
+    return value
+
+
+def shrink_payload(payload: Any, limit: int) -> Any:
+    """A hook payload cut to at most ``limit`` JSON characters, for display only.
+
+    Strings are cut (marked ``… [N characters cut]``), then long arrays and objects, with a
+    smaller cap each round; the top-level keys stay (``session_id``, ``tool_name`` and an
+    object ``tool_input`` keep a permission request answerable) and ``signaltty_truncated``
+    is set. The agent never sees this copy: our verdict does not echo the input.
+    """
+    if not isinstance(payload, dict):
+        return None
+    cap = limit // 4
+    while cap >= 16:
+        out = {k: (_cut(v, cap) if k != "session_id" else v) for k, v in payload.items()}
+        out[TRUNCATED_KEY] = True
+        if _size(out) <= limit:
+            return out
+        cap //= 2
+    keep = ("session_id", "tool_name", "hook_event_name", "cwd", "turn_id")
+    out = {k: payload[k] for k in keep if isinstance(payload.get(k), str) and len(payload[k]) <= 1024}
+    if isinstance(payload.get("tool_input"), dict):
+        out["tool_input"] = {}
+    out[TRUNCATED_KEY] = True
+    return out
 
 
 SESSION_SPEC = {
@@ -273,9 +323,11 @@ options:
   --agent AGENT          agent kind (claude, codex, opencode, cursor, pi, …)
   --event EVENT          hook name (default: the payload's hook_event_name or type)
   --pane PANE            pane id (default: $SIGNALTTY_PANE)
-  --payload-stdin        read the hook payload JSON from stdin (at most 256 KiB)
+  --payload-stdin        read the hook payload JSON from stdin (over 256 KiB: cut for display)
   --wait-for-answer      wait for the person's answer and print the agent's verdict JSON
-  --wait-timeout SECONDS how long to wait for that answer
+  --wait-timeout SECONDS how long to wait for that answer: 1 to 120 (default 120);
+                         shorter for an agent that hides its own dialog while no one
+                         can answer elsewhere (config permissions.hidden_wait_s)
   --message/--body/--title TEXT, --severity info|warning|error
                          notification text for agents without a payload
   --decision JSON        a decision the agent offers (options to answer with)

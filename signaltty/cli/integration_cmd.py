@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 # integrations.md §1: the installable providers, in `all` order (= installer.homes.PROVIDERS).
-PROVIDERS = ("claude", "codex", "opencode", "cursor")
+PROVIDERS = ("claude", "codex", "opencode", "cursor", "pi", "gemini")
 _TARGETS = (*PROVIDERS, "all")
 
 

@@ -44,17 +44,35 @@ def _command(rest: list[str]) -> list[str] | None:
     return rest or None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors as JSON on stderr when the command line asked for ``--json``
+    (exit 2 kept, protocol.md §10). Subparsers inherit the class (``add_subparsers``)."""
+
+    json_errors = False  # set by main() from the raw argv: parsing has not finished yet
+
+    def error(self, message: str) -> Any:  # argparse's signature; never returns
+        if not _Parser.json_errors:
+            super().error(message)
+        err = {"error": {"code": "USAGE", "message": f"{self.prog}: {message}"}}
+        print(json.dumps(err), file=sys.stderr)
+        self.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print raw JSON results")
     common.add_argument("--socket", default=argparse.SUPPRESS, help="daemon socket path")
+    # `top` draws a screen: --json would do nothing there
+    socket_only = argparse.ArgumentParser(add_help=False)
+    socket_only.add_argument("--socket", default=argparse.SUPPRESS, help="daemon socket path")
 
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="signaltty",
         description="Supervise AI coding agents (and any program) in PTYs owned by a per-user daemon.",
         epilog="Lifecycle values: unknown working blocked done idle failed exited. "
         "Attention values: none unread warning input_required permission_required error. "
-        "A pane id may be shortened to any unique prefix (pane_3f2a), as `pane list` shows it.",
+        "A pane id may be shortened to any unique prefix (pane_3f2a), as `pane list` shows it; "
+        "so may a workspace id (ws_9c), or give its handle.",
     )
     ap.add_argument("--version", action="version", version=f"signaltty {__version__} ({PROTOCOL})")
     ap.add_argument("--json", action="store_true", default=False, help="print raw JSON results")
@@ -76,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_parser(
         "top",
-        parents=[common],
+        parents=[socket_only],
         help="full-screen live view of every pane: attach, mark seen, answer",
         description="Live view of every pane. Keys: up/down or j/k move, Enter attaches (Ctrl+] "
         "comes back), s marks seen, a then y allows once, d denies, n jumps to the next pane "
@@ -139,7 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Types --data (or stdin), then --keys, into the pane in one write. "
         "Key names as tmux send-keys: " + _KEYS_HELP,
     )
-    pi.add_argument("id")
+    # optional for argparse only: `--keys Enter pane_x` puts the id among the keys (nargs="+"
+    # swallows it); _input_target() takes it back from there
+    pi.add_argument("id", nargs="?", help="pane id (before --keys, or as its last word)")
     g = pi.add_mutually_exclusive_group()
     g.add_argument("--data", help="text typed as is")
     g.add_argument("--stdin", action="store_true", help="type what stdin holds")
@@ -260,7 +280,12 @@ def main(argv: list[str]) -> int:
     if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions (cli/completion_cmd.py)
         import argcomplete
 
+        from signaltty.cli import completers
+
+        completers.attach(parser)
         argcomplete.autocomplete(parser)
+    # `--json` anywhere before a `--` (after it the words are a pane's command)
+    _Parser.json_errors = "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
     args = parser.parse_args(argv)
     try:
         return _run(args)
@@ -389,6 +414,7 @@ def _run(args: argparse.Namespace) -> int:
             if args.attach and r.get("pane_id"):
                 from signaltty.cli.attach import attach
 
+                _require_terminal("focus next-unread --attach")
                 return attach(cl.path, r["pane_id"])
             return _out(args, r, r.get("pane_id") or "(none)")
         if cmd == "decision":
@@ -426,6 +452,14 @@ DETACH_START_TIMEOUT_S = 10.0
 
 def _daemon(args: argparse.Namespace) -> int:
     socket_flag = args.socket
+    if args.config:
+        from signaltty.system import paths
+
+        # named on purpose, so its absence is a mistake (the default path may be missing)
+        config = paths.config_file(args.config)
+        if not config.is_file():
+            why = "not a regular file" if config.exists() else "no such file"
+            raise CliError(f"config file {config}: {why}")
     if args.detach:
         return _detach(args)
     from signaltty.server.daemon import run_daemon
@@ -472,6 +506,10 @@ def _detach(args: argparse.Namespace) -> int:
     while time.monotonic() < deadline:
         status = _try_status(sock)
         if status is not None:
+            if status.get("config_error") and not args.json:
+                # it runs on defaults: say so now, not only in `status` and the log
+                print(f"signaltty: warning: config error (running with defaults): {render.clean(status['config_error'])}",
+                      file=sys.stderr)
             return _out(args, status, f"server started on {sock} (log: {state / 'signaltty.log'})")
         if child.poll() is not None:
             # the daemon said why on its stderr (one line, startup errors): show it at once
@@ -494,7 +532,8 @@ def _tail_since(path: Path, offset: int, limit: int = 4096) -> str:
         return ""
     from signaltty.core.sanitize import sanitize_text
 
-    return sanitize_text(lines[-1], 300)
+    # the daemon's own "signaltty: …" line goes after our "signaltty: server did not start: "
+    return sanitize_text(lines[-1].removeprefix("signaltty: "), 300)
 
 
 def _try_status(sock: str) -> dict[str, Any] | None:
@@ -589,6 +628,17 @@ def _encode_keys(names: list[str]) -> bytes:
         raise CliError(str(exc), 2) from None
 
 
+def _input_target(args: argparse.Namespace) -> None:
+    """``pane input --keys Enter pane_x``: the ``--keys`` list swallowed the id; take a last
+    word that looks like a pane id (``pane_…``, never a key name) back as the id."""
+    if args.id is not None:
+        return
+    if args.keys and args.keys[-1].startswith("pane_"):
+        args.id = args.keys.pop()
+        return
+    raise CliError("pane input: give the pane id (`signaltty pane input ID --keys Enter`)", 2)
+
+
 def _short_ids(cl: Client, panes: list[dict[str, Any]] | None = None) -> dict[str, str]:
     """Every pane id → its shortest unique prefix (core/ids.py), unique among ALL panes:
     ``panes`` when it is the full list, else fetched."""
@@ -632,7 +682,21 @@ def _split_tail(args: argparse.Namespace) -> list[str] | None:
     return cmd or None
 
 
+def _require_terminal(what: str) -> None:
+    """Refuse an interactive attach without a terminal on stdin, as tmux does ("open
+    terminal failed: not a terminal"): raw mode and the screen need one, and nothing is
+    written to stdout (no escape codes into a file or pipe)."""
+    try:
+        ok = os.isatty(sys.stdin.fileno())
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
+        raise CliError(f"{what}: not a terminal (stdin must be a terminal to attach)")
+
+
 def _new(args: argparse.Namespace, cl: Client) -> int:
+    if args.attach:  # before the workspace exists: a refusal leaves nothing behind
+        _require_terminal("new --attach")
     argv = _command(args.cmd_argv)
     if argv is None and args.agent is None:
         argv = [os.environ.get("SHELL") or "sh"]
@@ -731,8 +795,11 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
         return _out(args, r, "\n".join(render.pane_line(p, short) for p in r["panes"]) or "(no panes)")
     if sub == "get":
         r = cl.call("pane.get", {"pane_id": args.id})
-        return _out(args, r, render.pane_detail(r))
+        if args.json:
+            return _out(args, r)
+        return _out(args, r, render.pane_detail(r, _short_ids(cl)))
     if sub == "input":
+        _input_target(args)
         if not (args.stdin or args.data is not None or args.keys):
             raise CliError("pane input: give --data, --stdin or --keys", 2)
         keys = _encode_keys(args.keys or [])  # before reading stdin: a bad name loses nothing
@@ -776,6 +843,7 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
     if sub == "attach":
         from signaltty.cli.attach import attach
 
+        _require_terminal("pane attach")
         return attach(cl.path, args.id)
     if sub == "close":
         r = cl.call("pane.close", {"pane_id": args.id, "signal": args.signal})
@@ -801,7 +869,10 @@ def _permission(args: argparse.Namespace, cl: Client) -> int:
     """``permission list|answer`` (integrations.md §4.3)."""
     if args.sub == "list":
         r = cl.call("permission.list", {"pane_id": args.pane})
-        lines = [render.permission_line(x) for x in r["permissions"]]  # with what is approved
+        if args.json:
+            return _out(args, r)
+        short = _short_ids(cl) if r["permissions"] else {}
+        lines = [render.permission_line(x, short) for x in r["permissions"]]  # with what is approved
         return _out(args, r, "\n".join(lines) or "no pending permissions")
     params: dict[str, Any] = {"verdict": args.verdict}
     if args.target.startswith("pane_"):

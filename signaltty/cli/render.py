@@ -14,10 +14,8 @@ import re
 from typing import Any, Final
 
 from signaltty.core.sanitize import UNSAFE_IN_JSON, cut, escape_json_unsafe, for_terminal
+from signaltty.core.subject import SUBJECT_KEYS, SUBJECT_MAX, permission_subject  # noqa: F401 - re-exported
 
-SUBJECT_MAX: Final = 120  # `permission list`: characters of the command or file shown
-# tool_input keys that name what a permission approves, most telling first
-SUBJECT_KEYS: Final = ("command", "cmd", "file_path", "notebook_path", "path", "url", "pattern", "query")
 _VISIBLE: Final = re.compile("[\x00-\x08\x0b-\x1f]|" + UNSAFE_IN_JSON.pattern)
 
 
@@ -78,17 +76,35 @@ def status(r: dict[str, Any]) -> str:
         f"state dir  {clean(r['state_dir'])}",
         f"workspaces {r['workspaces']}, panes {r['panes']} ({r['live_panes']} live), seq {r['seq']}",
     ]
+    n = r.get("notifications") or {}
+    if n:
+        state = (
+            "off (notifications.enabled = false, or SIGNALTTY_NOTIFY=0)" if not n.get("enabled")
+            else f"on, mode {clean(n.get('mode'))}" if n.get("available")
+            else "unavailable (no notification server on the session bus)"
+        )
+        lines.append(f"notifications {state}")
+    b = r.get("dbus") or {}
+    if b:
+        state = (
+            "off (dbus.enabled = false, or SIGNALTTY_DBUS=0)" if not b.get("enabled")
+            else "on (name owned)" if b.get("name_owned")
+            else "unavailable (no session bus, or the name is taken)"
+        )
+        lines.append(f"D-Bus      {state}")
     if r.get("config_error"):
         lines.append(f"config error: {clean(r['config_error'])}")
     return "\n".join(lines)
 
 
-def pane_detail(r: dict[str, Any]) -> str:
+def pane_detail(r: dict[str, Any], short: dict[str, str] | None = None) -> str:
+    """``pane get``: the pane's line (its short id from ``short`` when given), workspace,
+    argv, cwd, size and pending decision."""
     p = r["pane"]
     agent = p.get("agent") or {}
     argv = " ".join(clean(a) for a in p.get("argv") or [])
     lines = [
-        pane_line(p),
+        pane_line(p, short),
         f"  workspace {clean(p['workspace_id'])}  kind {clean(agent.get('kind'))}  argv {argv}",
         f"  cwd {clean(p['cwd'])}  size {p['pty_size']['cols']}x{p['pty_size']['rows']}",
     ]
@@ -103,61 +119,13 @@ def pane_detail(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def permission_subject(prompt: str) -> str:
-    """What a permission approves, in one line: the command, file, URL… of its tool input.
-
-    A native prompt is ``Allow <tool>?`` followed by the tool input as JSON
-    (agents/permission.py ``native_prompt``); its first string under :data:`SUBJECT_KEYS`
-    is taken (a list command is joined with spaces), else the compact JSON. Any other
-    prompt gives its first non-blank line after the first (a tool input cut short by the
-    prompt's size limit: all of it on one line). Only the first line of the
-    value is shown, with ``(+N lines)`` when more follow, sanitized and cut to
-    :data:`SUBJECT_MAX` characters — so ``echo ok\\ncurl … | sh`` reads ``echo ok (+1
-    lines)``, never just ``echo ok``.
-
-    Args:
-        prompt: the decision's prompt (untrusted).
-
-    Returns:
-        The subject, or ``""`` when the prompt has nothing after its question.
-
-    Spec: issue 13 §8 (``permission list`` shows what you approve).
-    """
-    _question, _, rest = prompt.partition("\n")
-    value: str | None = None
-    try:
-        data = json.loads(rest)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        for key in SUBJECT_KEYS:
-            v = data.get(key)
-            if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
-                v = " ".join(v)
-            if isinstance(v, str) and v.strip():
-                value = v
-                break
-        else:
-            value = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if data else None
-    elif rest.lstrip().startswith("{"):  # tool input cut at the prompt's 8 KiB: one line
-        return cut(" ".join(clean(rest).split()), SUBJECT_MAX)
-    elif rest.strip():
-        value = rest
-    if value is None:
-        return ""
-    lines = [line for line in value.strip().splitlines() if line.strip()]
-    if not lines:
-        return ""
-    first = " ".join(clean(lines[0]).split())
-    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-    return cut(first, SUBJECT_MAX - len(more)) + more if first else more.strip()
-
-
-def permission_line(x: dict[str, Any]) -> str:
-    """``permission list``: ids, agent, tool, answerable, and what is approved."""
+def permission_line(x: dict[str, Any], short: dict[str, str] | None = None) -> str:
+    """``permission list``: ids (the pane's short form from ``short`` when given), agent,
+    tool, answerable, and what is approved."""
     subject = permission_subject(str(x.get("prompt") or ""))
+    pane = (short or {}).get(x["pane_id"], x["pane_id"])
     return (
-        f"{clean(x['decision_id'])}  {clean(x['pane_id'])}  {clean(x['agent'])}  "
+        f"{clean(x['decision_id'])}  {clean(pane)}  {clean(x['agent'])}  "
         f"{clean(x.get('tool_name') or '-')}  {'answerable' if x['answerable'] else 'read-only'}  "
         f"{subject or clean((str(x.get('prompt') or '').splitlines() or [''])[0])}"
     ).rstrip()

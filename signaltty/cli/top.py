@@ -34,7 +34,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 
-from signaltty.cli.top_view import Confirm, TopState, clean, permission_summary, render
+from signaltty.cli.top_view import Confirm, TopState, clean, permission_summary, render, why_not_attach
 from signaltty.proto.client import AsyncClient, UntrustedServer
 from signaltty.proto.envelope import SignalttyError
 
@@ -133,8 +133,9 @@ class Top:
         panes = (await self.call("pane.list"))["panes"]
         workspaces = (await self.call("workspace.list"))["workspaces"]
         permissions = (await self.call("permission.list"))["permissions"]
+        # the handle, not the name: names repeat ("workspace" twice), handles do not
         self.state.workspaces = {
-            str(w.get("id")): str(w.get("name") or w.get("handle") or "") for w in workspaces
+            str(w.get("id")): str(w.get("handle") or w.get("id") or "") for w in workspaces
         }
         self.state.permissions = {str(x.get("pane_id")): x for x in permissions}
         self.state.set_panes(
@@ -253,8 +254,13 @@ class Top:
         @kb.add("enter", filter=normal)
         def _attach(event: KeyPressEvent) -> None:
             pane = self.state.selected_pane()
-            if pane is not None:
-                event.app.create_background_task(self._attach(pane["id"]))
+            if pane is None:
+                return
+            why = why_not_attach(pane)
+            if why is not None:  # no program to attach to: say why instead of a blank screen
+                self._say(why, "ansiyellow")
+                return
+            event.app.create_background_task(self._attach(pane["id"]))
 
         @kb.add("s", filter=normal)
         def _seen(event: KeyPressEvent) -> None:

@@ -60,6 +60,7 @@ LIFECYCLE_STYLE: Final = {
     "unknown": "ansibrightblack",
     "exited": "ansibrightblack",
 }
+DEAD_STYLE: Final = "ansibrightblack"
 KEYS_HELP: Final = "enter attach  s seen  a allow  d deny  n next unread  j/k move  q quit"
 # tool_input fields that say what a permission is for, most telling first.
 _INPUT_KEYS: Final = (
@@ -93,7 +94,7 @@ class TopState:
     """Everything the view shows; ``cli/top.py`` updates it from the daemon and the keys.
 
     ``panes`` are Pane objects (protocol.md §4) in ``pane.list`` order, ``workspaces`` maps a
-    workspace id to its name, ``permissions`` maps a pane id to its ``permission.list`` item.
+    workspace id to its handle (unique, unlike names: two "workspace"s stay apart), ``permissions`` maps a pane id to its ``permission.list`` item.
     """
 
     panes: list[dict[str, Any]] = field(default_factory=list)
@@ -209,10 +210,48 @@ def _stamp(value: object) -> float | None:
         return None
 
 
+def dead_state(p: dict[str, Any]) -> str | None:
+    """What a pane without a running program shows instead of its lifecycle, or None when
+    it is live: ``exited 0``/``exited 1`` (its exit code), ``exited``, ``restored`` (came
+    back from a snapshot, program gone) or ``resumable`` (an agent `pane resume` can start
+    again). Source: the Pane's ``restore_state`` and ``live`` (states.md §4)."""
+    restore = str(p.get("restore_state") or "LIVE")
+    live = p.get("live") if isinstance(p.get("live"), dict) else {}
+    if restore in ("RESTORED", "RESUMABLE"):
+        return restore.lower()
+    if restore == "EXITED" or live.get("state") == "exited":
+        code = live.get("code")
+        return f"exited {code}" if isinstance(code, int) else "exited"
+    return None
+
+
+def why_not_attach(p: dict[str, Any]) -> str | None:
+    """The footer message for Enter on a pane with no program to attach to, else None.
+    Ids are shortened as `pane list` shows them (at least; a prefix is accepted)."""
+    dead = dead_state(p)
+    if dead is None:
+        return None
+    pid = clean(p.get("id"), 80)[: len("pane_") + 8]
+    if dead == "resumable":
+        return f"cannot attach: {pid} is not running; start it again: signaltty pane resume {pid}"
+    if dead == "restored":
+        return f"cannot attach: {pid} was restored, its program is gone; output: signaltty pane read {pid}"
+    code = dead.removeprefix("exited").strip()
+    ended = f"exited (code {code})" if code else "exited"
+    return f"cannot attach: {pid} has {ended}; output: signaltty pane read {pid}"
+
+
 def pane_age(p: dict[str, Any], now: float) -> str:
-    """Time in the current lifecycle (``lifecycle_since``, else since the pane was created)."""
+    """Time in the current lifecycle (``lifecycle_since``, else since the pane was created).
+
+    A pane whose program is gone does not age: its time is frozen at its last activity.
+    """
     since = _stamp(p.get("lifecycle_since")) or _stamp(p.get("created_at"))
-    return age(now - since) if since is not None else "-"
+    if since is None:
+        return "-"
+    if dead_state(p) is not None:
+        now = _stamp(p.get("last_activity_at")) or since
+    return age(now - since)
 
 
 def _input_from_prompt(prompt: object) -> object:
@@ -304,13 +343,18 @@ def _row(
         title += f" [{clean(p.get('label'), 80)}]"
     life = str(p.get("lifecycle", "unknown"))
     att = str(p.get("attention", "none"))
+    dead = dead_state(p)
+    dim = DEAD_STYLE if dead is not None else ""  # a pane with no program looks dead
+    failed = dead is not None and life == "failed"
     cells = {
-        "WORKSPACE": (clean(state.workspaces.get(str(p.get("workspace_id")), "")), ""),
-        "TITLE": (title, "bold" if att != "none" else ""),
-        "LIFECYCLE": (life, LIFECYCLE_STYLE.get(life, "")),
+        "WORKSPACE": (clean(state.workspaces.get(str(p.get("workspace_id")), "")), dim),
+        "TITLE": (title, "bold" if att != "none" else dim),
+        "LIFECYCLE": (
+            (dead, "ansired" if failed else DEAD_STYLE) if dead is not None else (life, LIFECYCLE_STYLE.get(life, ""))
+        ),
         "ATTENTION": (ATTENTION_LABEL.get(att, clean(att, 20)), ATTENTION_STYLE.get(att, "")),
-        "AGE": (pane_age(p, now), ""),
-        "MESSAGE": (clean(p.get("last_message")), ""),
+        "AGE": (pane_age(p, now), dim),
+        "MESSAGE": (clean(p.get("last_message")), dim),
     }
     base = "reverse" if selected else ""
     line: Line = [(base, "> " if selected else "  ")]
@@ -423,6 +467,7 @@ __all__ = [
     "MIN_ROWS",
     "TopState",
     "age",
+    "dead_state",
     "fit",
     "permission_summary",
     "render",

@@ -24,6 +24,9 @@ class Classification:
         cause: alert cause when attention is raised (``permission``, ``input``,
             ``idle_prompt``, ``error``, ``warning``, ``turn_done``, ``session_end``,
             ``message``); ``None`` lets the rules derive it from the attention value.
+        notice: an alert of ``cause`` only (the draft gives its text): no lifecycle,
+            attention, message or notification record change (Claude's idle reminder,
+            issue 11 item 8).
     """
 
     lifecycle: Lifecycle | None = None
@@ -31,6 +34,7 @@ class Classification:
     message: str | None = None
     tool_hook: bool = False
     cause: str | None = None
+    notice: bool = False
 
     @property
     def recognized(self) -> bool:
@@ -40,6 +44,7 @@ class Classification:
             or self.attention is not None
             or self.message is not None
             or self.tool_hook
+            or self.notice
         )
 
 

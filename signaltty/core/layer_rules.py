@@ -15,6 +15,7 @@ from signaltty.core.rules import (
     Effect,
     MarkDirty,
     clear_attention,
+    clear_decision,
     raise_attention,
     set_lifecycle,
 )
@@ -42,6 +43,11 @@ def _raise_requirement(pane: Pane, value: Attention, marker: str, cause: str, no
 
 
 def _turn_done(pane: Pane, source: str, now: float) -> list[Effect]:
+    if source != RECOVERY and not pane.turn_input and pane.agent.kind != "none":
+        # Issue 11 item 5: an agent that got no input (nor a launch prompt) in this process
+        # ran no turn; what looked like one was its start-up (a spinner title, a redraw
+        # after a resize, an idle report). It reads idle, never done/unread.
+        return set_lifecycle(pane, Lifecycle.IDLE, source, now=now)
     effects = set_lifecycle(pane, Lifecycle.DONE, source, now=now)
     effects += raise_attention(
         pane, Attention.UNREAD, source, "turn_done", now=now,
@@ -75,7 +81,10 @@ def on_program_status(
         Effects; empty when the report repeats the current state.
     """
     lc = pane.lifecycle
-    effects: list[Effect] = []
+    # Program status outranks the screen: a dialog the screen saw (Codex's "Hooks need
+    # review" before its first idle report, issue 11 item 4) is over once it reports a
+    # state other than blocked.
+    effects: list[Effect] = withdraw(pane, SCREEN) if state != "blocked" else []
     if state == "working":
         if lc == Lifecycle.BLOCKED:
             effects += withdraw(pane, PROGRAM_STATUS)
@@ -91,21 +100,21 @@ def on_program_status(
         return changed + raised + effects
     elif state == "done":
         if lc == Lifecycle.DONE:
-            return []
+            return effects
         if lc == Lifecycle.BLOCKED:
             effects += withdraw(pane, PROGRAM_STATUS)
         effects += _message(pane, message)
         return effects + _turn_done(pane, PROGRAM_STATUS, now)
     elif state == "error":
         if lc == Lifecycle.FAILED:
-            return []
+            return effects
         effects += _message(pane, message)
         effects += set_lifecycle(pane, Lifecycle.FAILED, PROGRAM_STATUS, now=now)
         effects += raise_attention(pane, Attention.ERROR, PROGRAM_STATUS, "error", now=now)
         return effects
     elif state == "idle":
         if lc == Lifecycle.WORKING:
-            return _message(pane, message) + _turn_done(pane, PROGRAM_STATUS, now)
+            return effects + _message(pane, message) + _turn_done(pane, PROGRAM_STATUS, now)
         if lc == Lifecycle.BLOCKED:
             effects += withdraw(pane, PROGRAM_STATUS)
             effects += set_lifecycle(pane, Lifecycle.IDLE, PROGRAM_STATUS, now=now)
@@ -144,26 +153,48 @@ def end_screen_rules(pane: Pane, *, now: float) -> list[Effect]:
     return effects
 
 
-def on_screen_state(pane: Pane, state: str | None, *, now: float) -> list[Effect]:
+def on_screen_state(
+    pane: Pane, state: str | None, *, now: float, fallback: bool = False, message: str | None = None
+) -> list[Effect]:
     """Apply the winning screen rule's state (states.md §3.7, table §9.5).
 
     Args:
         state: ``working``, ``blocked``, ``idle``, ``hold`` or None (no rule matched).
+        fallback: the winner is the ``idle_fallback`` rule (it matches any screen, so it
+            is no evidence that the agent is up).
+        message: the winning rule's ``message``; a ``blocked`` state that changes the pane
+            sets it as the last message first, so the alert says what to do.
 
-    The screen never raises ``permission_required`` and never invents a state.
+    The screen never raises ``permission_required`` and never invents a state. Issue 11
+    items 7 and 9 (changing S5 and S7): a dialog that came up inside a turn (the pane was
+    ``working``, or got input since its last state) ends that turn ``done``/``unread`` when
+    it leaves the screen for the idle prompt, and the agent's own idle
+    prompt (a non-fallback ``idle`` rule) makes an ``unknown`` pane ``idle``.
     """
     lc = pane.lifecycle
     if state == "working":
         effects = withdraw(pane, SCREEN) if lc == Lifecycle.BLOCKED else []
         return effects + set_lifecycle(pane, Lifecycle.WORKING, SCREEN, now=now)
     if state == "blocked":
-        effects = set_lifecycle(pane, Lifecycle.BLOCKED, SCREEN, now=now)
+        if lc != Lifecycle.BLOCKED:
+            # a dialog inside a turn: the turn was seen working, or the person typed since the
+            # last state (the sweep may miss a short "working" between prompt and dialog)
+            since = pane.lifecycle_since if pane.lifecycle_since is not None else now
+            pane.dialog_in_turn = lc == Lifecycle.WORKING or (pane.input_at is not None and pane.input_at >= since)
+        effects = _message(pane, message) if lc != Lifecycle.BLOCKED else []
+        effects += set_lifecycle(pane, Lifecycle.BLOCKED, SCREEN, now=now)
         return effects + _raise_requirement(pane, Attention.INPUT_REQUIRED, SCREEN, "input", now)
     if state == "idle":
         if lc == Lifecycle.WORKING:
             return _turn_done(pane, SCREEN, now)
         if lc == Lifecycle.BLOCKED:
-            return withdraw(pane, SCREEN) + set_lifecycle(pane, Lifecycle.IDLE, SCREEN, now=now)
+            effects = withdraw(pane, SCREEN)
+            if pane.dialog_in_turn or pane.last_lifecycle == Lifecycle.WORKING:
+                pane.dialog_in_turn = False
+                return effects + _turn_done(pane, SCREEN, now)
+            return effects + set_lifecycle(pane, Lifecycle.IDLE, SCREEN, now=now)
+        if lc == Lifecycle.UNKNOWN and not fallback:
+            return set_lifecycle(pane, Lifecycle.IDLE, SCREEN, now=now)
     return []
 
 
@@ -195,3 +226,34 @@ def recover(pane: Pane, *, now: float) -> list[Effect]:
     pane.last_message = RECOVERY_MESSAGE
     effects: list[Effect] = [MarkDirty()]
     return effects + _turn_done(pane, RECOVERY, now)
+
+
+# ---------------------------------------------------------------- turn over on screen (issue 11)
+
+SETTLE_S = 1.0
+SETTLE_MESSAGE = "turn interrupted"
+
+
+def settle_candidate(pane: Pane) -> bool:
+    """A live hooked pane left ``working`` (hook/program status) or ``blocked`` by a hook: the
+    states an agent that sends no hook for Esc or for "No" in its own dialog leaves behind."""
+    if not (pane.live and pane.hooked):
+        return False
+    if pane.lifecycle == Lifecycle.WORKING:
+        return pane.lifecycle_source in ("hook", PROGRAM_STATUS)
+    return pane.lifecycle == Lifecycle.BLOCKED and pane.lifecycle_source == "hook"
+
+
+def settle(pane: Pane, *, now: float) -> list[Effect]:
+    """The agent's own screen shows its turn is over (an ``ends_turn`` idle rule held for
+    ``SETTLE_S`` with no hook): Esc while working, or the person answered the agent's own
+    dialog with "No" (issue 11 items 1, 2). The pane becomes ``idle`` from source ``screen``;
+    a pending decision is cleared (its waiter ends) and a hook-raised requirement withdrawn.
+    The person acted at the terminal, so nothing is marked ``unread`` and nothing alerts.
+    """
+    effects = clear_decision(pane, "moved_on")
+    if pane.attention in (Attention.PERMISSION_REQUIRED, Attention.INPUT_REQUIRED):
+        effects += clear_attention(pane, SCREEN)
+    if pane.lifecycle == Lifecycle.WORKING:
+        effects += _message(pane, SETTLE_MESSAGE)
+    return effects + set_lifecycle(pane, Lifecycle.IDLE, SCREEN, now=now)

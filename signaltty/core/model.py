@@ -279,6 +279,15 @@ class Pane:
     last_signal_at: float | None = None
     # runtime: the kind came from the process refresh (an agent started inside a shell pane)
     promoted: bool = False
+    # runtime: this process instance got input (typed, pasted, submitted) or was launched
+    # with a prompt, so a turn can have run; without it the weak layers never read done
+    # (issue 11 item 5: start-up redraws are no turn). Set by the server, reset on resume.
+    turn_input: bool = False
+    # runtime: wall-clock time of the last input written to the pane, and whether the screen's
+    # current dialog came up inside a turn (the pane was working, or got input since its last
+    # state): that dialog leaving the screen ends the turn done/unread (issue 11 item 7, S5)
+    input_at: float | None = None
+    dialog_in_turn: bool = False
 
     @property
     def authority(self) -> Authority:

@@ -419,6 +419,8 @@ class HookInput:
         foreign_harness: the payload names another agent (step 6).
         message, body, title, severity: explicit notification fields.
         notification_id: id for a notification record, if one is made.
+        tool_name: the payload's ``tool_name`` (a ``PostToolUse`` resolves only its own
+            tool's request).
     """
 
     agent: str
@@ -439,6 +441,7 @@ class HookInput:
     title: str | None = None
     severity: str | None = None
     notification_id: str = ""
+    tool_name: str | None = None
 
 
 @dataclass(slots=True)
@@ -453,6 +456,50 @@ class HookOutcome:
 
 
 _SPECIFIC = frozenset({"claude", "codex", "opencode", "cursor", "pi"})
+# Hooks that only come once the agent went past a permission request (issue 11 item 2):
+# the person answered in the agent's own dialog, or the session moved on.
+_PAST_REQUEST = frozenset({"userpromptsubmit", "sessionstart", "sessionend", "interrupt"})
+_TOOL_DONE = frozenset({"posttooluse", "posttoolusefailure"})
+_TURN_END = frozenset({"stop", "agent-turn-complete"})
+
+
+def _owes_permission(pane: Pane) -> bool:
+    return pane.pending_decision is not None or (
+        pane.attention == Attention.PERMISSION_REQUIRED and pane.attention_marker is None
+    )
+
+
+def _went_past_request(pane: Pane, hook: HookInput) -> bool:
+    """True when ``hook`` shows the agent is past the pending permission request.
+
+    A tool's end counts for that tool only (another tool may finish while the dialog is up);
+    a turn end counts unless a decision is still answerable here (then the agent is still
+    waiting for our verdict and "needs approval" stays, issue 11 item 11).
+    """
+    if hook.decision is not None or hook.classification.cause == "permission":
+        return False
+    if not _owes_permission(pane):
+        return False
+    event = hook.event.lower()
+    dec = pane.pending_decision
+    if event in _PAST_REQUEST:
+        return True
+    if event in _TOOL_DONE:
+        return dec is None or dec.tool_name is None or hook.tool_name in (None, dec.tool_name)
+    if event in _TURN_END:
+        return dec is None or not dec.answerable
+    return False
+
+
+def resolve_request(pane: Pane, *, now: float) -> list[Effect]:
+    """The request was answered in the agent's own dialog (issue 11 item 2): the decision is
+    cleared (its waiter ends, ``moved_on``), the requirement withdrawn, ``blocked`` → ``working``."""
+    effects = clear_decision(pane, "moved_on")
+    if pane.attention in (Attention.PERMISSION_REQUIRED, Attention.INPUT_REQUIRED):
+        effects += clear_attention(pane, "hook")
+    if pane.lifecycle == Lifecycle.BLOCKED:
+        effects += set_lifecycle(pane, Lifecycle.WORKING, "hook", now=now)
+    return effects
 
 
 def _derive_cause(att: Attention) -> str:
@@ -545,6 +592,26 @@ def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
     lifecycle = cls.lifecycle
     attention = cls.attention
     message = cls.message
+    draft = hook.draft
+    if _went_past_request(pane, hook):
+        effects += resolve_request(pane, now=now)
+    elif hook.event.lower() in _TURN_END and pane.pending_decision is not None:
+        # a turn end while the agent still waits for our verdict: "needs approval" stays,
+        # never "finished" (issue 11 item 11)
+        lifecycle = attention = message = draft = None
+    elif (
+        cls.cause == "permission"
+        and hook.decision is None
+        and pane.lifecycle == Lifecycle.BLOCKED
+        and pane.attention == Attention.PERMISSION_REQUIRED
+    ):
+        # Claude's Notification(permission_prompt) ~6-8 s after its request restates it:
+        # no second alert, no second record (issue 11 item 11)
+        lifecycle = attention = message = draft = None
+    if cls.notice:
+        t = draft.title if draft else None
+        effects.append(Alert(pane.id, cls.cause or "message", "info", t, draft.body if draft else None))
+        draft = None
     # 9. tool hooks never change a blocked pane
     if cls.tool_hook and pane.lifecycle == Lifecycle.BLOCKED:
         lifecycle = attention = message = None
@@ -601,8 +668,8 @@ def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
         note_title = hook.title or hook.default_title
         note_body = hook.body if hook.body is not None else hook.message
         severity = hook.severity or "info"
-    elif hook.draft is not None:
-        note_title, note_body, severity = hook.draft.title, hook.draft.body, hook.draft.severity
+    elif draft is not None:
+        note_title, note_body, severity = draft.title, draft.body, draft.severity
     if note_title is not None:
         title = sanitize_text(note_title, MAX_NOTIFICATION_TITLE) or hook.default_title
         body = sanitize_text(note_body, MAX_NOTIFICATION_BODY, multiline=True) if note_body else None
@@ -660,6 +727,7 @@ def on_resume(pane: Pane, process_instance: str, *, now: float) -> list[Effect]:
     pane.exit_applied = False
     pane.restore_state = RestoreState.LIVE
     pane.process_instance = process_instance
+    pane.turn_input = False
     pane.hooked = False
     pane.program_status = None
     pane.osc_progress = None

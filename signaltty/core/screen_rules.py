@@ -163,6 +163,8 @@ class ScreenRule:
     priority: int = 0
     file: str = ""
     source: str = "bundled"
+    message: str | None = None  # a blocked rule's "what to do" (the pane's last message)
+    ends_turn: bool = False  # an idle screen shown only once a turn is over (issue 11 item 1)
 
     @property
     def label(self) -> str:

@@ -9,6 +9,10 @@ on a shared bus another user can own ``org.freedesktop.Notifications``. So:
    well-known name would activate it) and that connection's uid is read from the bus
    daemon (``GetConnectionUnixUser``, cached per unique name). A server of another uid is
    refused: it is sent nothing (:class:`ServerRefused`).
+1b. With a ``vouch`` (the daemon passes its self-approval check), the owner's pid
+   (``GetConnectionUnixProcessID``) must come from outside every signaltty pane: a pane
+   process of our own uid that killed the real server and claimed the name is sent nothing,
+   and a press is checked the same way again before it runs (issue 10 follow-up, item 2).
 2. ``Notify`` (and ``CloseNotification``) are addressed to that unique name, never to the
    well-known name, so no other connection can take the notification in between.
 3. The id the server returns is recorded with that unique name. ``ActionInvoked`` and
@@ -38,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -109,6 +113,8 @@ class Target:
 
 
 _OnReply = Callable[[Message], None]
+# pid of a notification server → None when it may be sent to (the person's), else why not
+Vouch = Callable[[int], Awaitable[str | None]]
 
 
 @dataclass(slots=True)
@@ -125,8 +131,11 @@ class FdoNotifications:
         alive: the connection is up (a lost bus ends it; make a new instance then).
     """
 
-    def __init__(self, uid: int | None = None) -> None:
+    def __init__(self, uid: int | None = None, vouch: Vouch | None = None) -> None:
         self.uid = os.getuid() if uid is None else uid
+        # pid → None (the person's process) or why not (a pane's); step 1b of the docstring
+        self._vouch = vouch
+        self._vouched: dict[str, str | None] = {}
         self.alive = False
         self._conn: DBusConnection | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -273,6 +282,19 @@ class FdoNotifications:
                 f"the notification server ({owner}) runs as uid {uid}, not as this user "
                 f"(uid {self.uid}); nothing is sent to it"
             )
+        if self._vouch is not None:
+            why = self._vouched.get(owner)
+            if owner not in self._vouched:
+                why = await self._vouch_for(owner)
+                if len(self._vouched) >= MAX_UID_CACHE:
+                    self._vouched.clear()
+                self._vouched[owner] = why
+            if why is not None:
+                log.warning("notify.server_refused", server=owner, why=why)
+                raise ServerRefused(
+                    f"the notification server ({owner}) runs inside a signaltty pane ({why}); "
+                    "nothing is sent to it"
+                )
         found = self._targets.get(owner)
         if found is None:
             addr = _server(owner)
@@ -285,6 +307,19 @@ class FdoNotifications:
             )
             self._targets = {owner: found}  # an older server is gone for good
         return found
+
+    async def _vouch_for(self, unique_name: str) -> str | None:
+        """None when the connection's process is vouched for, else why not (never raises)."""
+        assert self._vouch is not None
+        try:
+            reply = await self._call(_DBUS, "GetConnectionUnixProcessID", "s", (unique_name,))
+            pid = int(reply.body[0])
+        except Exception as exc:  # noqa: BLE001 - an untraceable server is refused
+            return f"its process cannot be traced: {type(exc).__name__}"
+        try:
+            return await self._vouch(pid)
+        except Exception as exc:  # noqa: BLE001
+            return f"its process cannot be traced: {type(exc).__name__}"
 
     async def _owner(self) -> str:
         try:
@@ -405,8 +440,27 @@ class FdoNotifications:
         if sent.acted:
             return  # a second press of a notification the server kept: runs nothing
         sent.acted = True
+        if self._vouch is not None:
+            # checked again at the press, fresh: the server may have moved into a pane's
+            # reach since the send (e.g. re-parented to the daemon)
+            task = asyncio.get_running_loop().create_task(self._press(sender, nid, sent, str(arg)))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+            return
+        self._run_action(nid, sent, str(arg))
+
+    async def _press(self, sender: str, nid: int, sent: _Sent, key: str) -> None:
+        why = await self._vouch_for(sender)
+        if why is not None:
+            self._vouched[sender] = why
+            log.warning("notify.action_ignored", sender=sender, member="ActionInvoked",
+                        notification_id=nid, why=why)
+            return
+        self._run_action(nid, sent, key)
+
+    def _run_action(self, nid: int, sent: _Sent, key: str) -> None:
         try:
-            sent.on_action(str(arg))
+            sent.on_action(key)
         except Exception:  # noqa: BLE001 - a callback must not end the reader
             log.exception("notify.action_failed", notification_id=nid)
         # Withdraw it: the server may keep it after the action (module docstring). When it

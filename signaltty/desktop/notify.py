@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+import psutil
 import structlog
 
 from signaltty.core import rules
@@ -72,6 +73,7 @@ class Notifier:
             sound=cfg.sound,
         )
         self.available = False
+        self._actions = False  # the server's "actions" capability, as last read
         self.reason: str | None = None
         self.sent = 0
         self._server: Any = None  # fdo.FdoNotifications | macos.LibraryNotifications
@@ -166,10 +168,10 @@ class Notifier:
             else:
                 from signaltty.desktop.fdo import FdoNotifications
 
-                self._server = FdoNotifications()
+                self._server = FdoNotifications(vouch=self._vouch)
             async with asyncio.timeout(CALL_TIMEOUT_S):
                 await self._server.open()
-                await self._server.target()
+                self._actions = (await self._server.target()).actions
         except Exception as exc:  # noqa: BLE001 - no server is a normal condition
             self._unavailable(_reason(exc))
             return False
@@ -180,14 +182,35 @@ class Notifier:
         self._warned = False
         return True
 
+    async def _vouch(self, pid: int) -> str | None:
+        """A notification server's pid → None when it runs outside every pane, else why not.
+
+        The self-approval guard's check (``HookService.origin``), never skipped by
+        ``permissions.answer_from_panes``: a server in a pane could press its own buttons.
+        """
+        from signaltty.server.hooks import Caller
+
+        origin = await self.d.hooks.origin(Caller("notification", pid))
+        if not origin.inside:
+            return None
+        return origin.why + (f" {origin.pane_id}" if origin.pane_id else "")
+
     async def _target(self) -> Target | None:
         """The server for the next send, checked again (its owner may have changed)."""
         try:
             async with asyncio.timeout(CALL_TIMEOUT_S):
-                return await self._server.target()
+                target: Target = await self._server.target()
         except Exception as exc:  # noqa: BLE001
             self._unavailable(_reason(exc))
             return None
+        self._actions = target.actions
+        return target
+
+    @property
+    def can_answer(self) -> bool:
+        """The last server we reached shows buttons, so a permission can be answered from
+        the notification (issue 11 item 3: ``HookService.native_wait_s``)."""
+        return self.available and self._actions
 
     # ---------------------------------------------------------------- intents
 
@@ -252,6 +275,7 @@ class Notifier:
                 answerable=dec.answerable and _answerable_by_button(dec),
                 tool_name=dec.tool_name,
                 preview=dec.prompt or None,
+                terminal_after_s=_terminal_after(dec),
             )
             if dec is not None
             else None,
@@ -299,7 +323,9 @@ class Notifier:
         if pane_id is not None and target.actions and target.server_name != "Xfce Notify Daemon":
             actions.append(("default", ""))
         if content.buttons and pane_id is not None and decision_id is not None:
-            actions += [("allow", "Allow once"), ("deny", "Deny")]
+            if content.allow_button:  # not under a preview cut short (policy._shows_all)
+                actions.append(("allow", "Allow once"))
+            actions.append(("deny", "Deny"))
 
         offered = {key for key, _ in actions}
 
@@ -420,7 +446,22 @@ class Notifier:
                 reason=f"{type(exc).__name__}: {exc}"[:300],
             )
             return
+        # the person's terminal: what runs in it may answer (server.ancestry person_pids)
+        with contextlib.suppress(psutil.Error):
+            self.d.person_pids[proc.pid] = psutil.Process(proc.pid).create_time()
+            while len(self.d.person_pids) > 64:
+                self.d.person_pids.pop(next(iter(self.d.person_pids)))
         self._spawn(terminal.watch_terminal(proc, pane_id))
+
+
+def _terminal_after(dec: Any) -> float | None:
+    """Seconds from the request until an agent that hides its dialog while its native wait
+    runs asks in its terminal (the wait's length); None when its terminal can answer now."""
+    from signaltty.agents.permission import HIDDEN_WHILE_WAITING
+
+    if not dec.native or dec.agent not in HIDDEN_WHILE_WAITING or dec.deadline is None:
+        return None
+    return max(0.0, dec.deadline - dec.received_at)
 
 
 def _answerable_by_button(dec: Any) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from signaltty.core.sanitize import sanitize_text
+from signaltty.core.subject import SUBJECT_KEYS, permission_subject
 
 MODES: Final = ("quiet", "normal", "all")
 
@@ -65,6 +66,7 @@ RETRY_S: Final = 300.0  # §6.3: retry an unavailable notification server at mos
 STALE_EXPIRY_S: Final = 5  # §6.3: "request no longer pending" notification lifetime
 MAX_NAME: Final = 80  # §6.2: pane name ≤ 80 chars
 MAX_PREVIEW: Final = 160  # §6.2: tool_input preview ≤ 160 chars
+MAX_PROMPT_BYTES: Final = 8 * 1024  # protocol.md §4: a longer prompt was cut (agents/permission.py)
 MAX_BODY: Final = 300  # §6.2: other bodies ≤ 300 chars
 
 READ_ONLY_SUFFIX: Final = "(answer in the terminal)"
@@ -89,6 +91,9 @@ class DecisionView:
     answerable: bool
     tool_name: str | None = None
     preview: str | None = None  # prompt or compact tool_input
+    # seconds until the agent asks in its terminal, for an agent that shows no dialog while
+    # its native wait runs (Codex); None: its terminal can answer now (issue 11 item 3)
+    terminal_after_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +123,8 @@ class Content:
     buttons: bool  # "Allow once" / "Deny"
     decision_id: str | None
     sound: bool
+    # False: the body cannot show all of what would be allowed: "Deny" only (issue 10 follow-up)
+    allow_button: bool = True
 
 
 def mode_allows(mode: str, cause: str) -> bool:
@@ -243,22 +250,42 @@ def render(
         full_title = f"{pane.name} · {phrase}"
     decision = pane.decision if pane is not None else None
     buttons = False
+    allow_button = True
     decision_id = None
     if cause == "permission" and pane is not None:
         tool = decision.tool_name if decision is not None and decision.tool_name else display
         text = f"Allow {tool}?"
-        preview = " ".join((decision.preview or "").split()) if decision is not None else ""
+        # a native prompt ("Allow <tool>?" + tool input JSON): what is approved, named as
+        # `permission list` names it (core/subject.py), not the raw JSON; other prompts as
+        # they are, on one line
+        raw = (decision.preview or "") if decision is not None else ""
+        native = raw.partition("\n")[0].strip() == text
+        preview = (permission_subject(raw) if native else "") or " ".join(raw.split())
         preview = preview.removeprefix(text).strip()  # prompts often repeat "Allow <tool>?"
+        shown = _clip(preview, MAX_PREVIEW)
         if preview:
-            text += "\n" + _clip(preview, MAX_PREVIEW)
+            text += "\n" + shown
+        whole = _shows_all(raw, text.partition("\n")[0], native, shown)
         if decision is not None:
             decision_id = decision.id
+            # where to answer (issue 11 item 3): here, in the terminal, or the terminal later
+            later = decision.terminal_after_s
             if not decision.answerable:
                 text += f"\n{READ_ONLY_SUFFIX}"
+            elif actions and not whole:
+                # "Allow once" under a cut preview would approve what the person never saw
+                buttons, allow_button = True, False
+                text += (f"\n(too long to show here: review it with `signaltty top`, "
+                         f"`signaltty permission list` or in {display}'s terminal)")
             elif actions:
                 buttons = True
+                text += ("\n(answer here or in the terminal)" if later is None
+                         else f"\n(answer here; {display} asks in its terminal after {_seconds(later)})")
             else:
-                text += f"\n(answer: signaltty permission answer {pane.pane_id} allow|deny)"
+                # the decision id: a request superseding this one cannot take the allow
+                cli = f"signaltty permission answer --pane {pane.pane_id} {decision.id} allow|deny"
+                text += (f"\n(answer: {cli}, or in the terminal)" if later is None
+                         else f"\n(answer: {cli}; {display} asks in its terminal after {_seconds(later)})")
         out_body = text
     elif cause == TERMINAL_PROMPT:
         # ``body`` is the permission notification's own body when one was shown, without
@@ -279,6 +306,7 @@ def render(
         buttons=buttons,
         decision_id=decision_id,
         sound=settings.sound,
+        allow_button=allow_button,
     )
 
 
@@ -383,6 +411,45 @@ def _phrase(cause: str, title: str | None, display: str, pane: PaneView | None) 
             return f"exited (code {code})" if code is not None else "exited"
         case _:
             return title or display
+
+
+def _seconds(value: float) -> str:
+    """``10 s``, ``2 min`` (a wait as the notification names it)."""
+    return f"{value:.0f} s" if value < 90 else f"{value / 60:.0f} min"
+
+
+def _shows_all(raw: str, question: str, native: bool, shown: str) -> bool:
+    """True when ``shown`` (the body's preview line) is all of what the request approves.
+
+    A native prompt (``Allow <tool>?`` + tool input JSON): the whole value of its subject
+    key (``core.subject.SUBJECT_KEYS``: the command, file, URL…; a list joined by spaces),
+    else the whole compact JSON. Any other prompt: all of it after the question. Whitespace
+    runs count as one space. A prompt cut at its 8 KiB limit, a preview cut at
+    ``MAX_PREVIEW``, extra lines (``(+N lines)``) or characters the sanitizer removed all
+    make it False: then no "Allow once" is offered (issue 10 follow-up, item 6).
+    """
+    if len(raw.encode("utf-8", "surrogatepass")) >= MAX_PROMPT_BYTES - 4:
+        return False
+    full: str | None = None
+    if native:
+        try:
+            data = json.loads(raw.partition("\n")[2])
+        except ValueError:
+            return False
+        if isinstance(data, dict):
+            for key in SUBJECT_KEYS:
+                v = data.get(key)
+                if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+                    v = " ".join(v)
+                if isinstance(v, str) and v.strip():
+                    full = v
+                    break
+        if full is None:
+            full = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if data else ""
+    else:
+        full = raw
+    full = " ".join(full.split()).removeprefix(question).strip()
+    return full == shown
 
 
 def _clip(text: str, limit: int) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from signaltty.installer import claude, codex, cursor, opencode
+from signaltty.installer import claude, codex, cursor, gemini, opencode, pi
 from signaltty.installer.errors import InstallError
 from signaltty.installer.homes import PROVIDERS, provider_root
 from signaltty.installer.report import Report
@@ -23,11 +23,13 @@ MODULES: Final[Mapping[str, ModuleType]] = {
     "codex": codex,
     "opencode": opencode,
     "cursor": cursor,
+    "pi": pi,
+    "gemini": gemini,
 }
 
 
 def select(target: str) -> tuple[str, ...]:
-    """``all`` → the four providers in order; a provider → itself.
+    """``all`` → every provider in order; a provider → itself.
 
     Raises:
         InstallError: unknown provider.
@@ -86,7 +88,8 @@ def status(
         return result
     except InstallError as exc:
         files = {"claude": claude.settings_file, "codex": codex.hooks_file,
-                 "opencode": opencode.plugin_file, "cursor": cursor.hooks_file}
+                 "opencode": opencode.plugin_file, "cursor": cursor.hooks_file, "pi": pi.extension_file,
+                 "gemini": gemini.settings_file}
         return {"installed": False, "file": str(files[agent](root)), "error": str(exc)}
 
 

@@ -20,12 +20,17 @@ MISSING_CLI: Final = "signaltty CLI is missing; install it or put it on PATH"
 
 # integrations.md §1.2 table: provider → (events, default timeout s, PermissionRequest timeout s).
 EVENTS: Final[Mapping[str, tuple[str, ...]]] = {
-    "claude": ("SessionStart", "UserPromptSubmit", "Notification", "PermissionRequest", "Stop", "SessionEnd"),
-    "codex": ("SessionStart", "UserPromptSubmit", "PermissionRequest", "Stop", "SessionEnd"),
+    # PostToolUse: the end of a tool a person allowed in the agent's own dialog resolves our
+    # decision; Interrupt: Codex's Esc (issue 11 items 1 and 2).
+    "claude": ("SessionStart", "UserPromptSubmit", "Notification", "PermissionRequest", "PostToolUse", "Stop",
+               "SessionEnd"),
+    "codex": ("SessionStart", "UserPromptSubmit", "PermissionRequest", "Stop", "Interrupt", "SessionEnd"),
     "cursor": ("sessionStart", "beforeSubmitPrompt", "stop", "sessionEnd"),
     "opencode": ("session.created", "session.status", "session.idle", "session.error"),
+    # Gemini CLI (issue 11): the turn, its permission Notification and the tool run after it
+    "gemini": ("SessionStart", "BeforeAgent", "Notification", "AfterTool", "AfterAgent"),
 }
-TIMEOUT_S: Final[Mapping[str, int]] = {"claude": 10, "codex": 3, "cursor": 10}
+TIMEOUT_S: Final[Mapping[str, int]] = {"claude": 10, "codex": 3, "cursor": 10, "gemini": 10}
 # integrations.md §4.1: the provider waits 125 s, the reporter's server wait is 120 s.
 PERMISSION_TIMEOUT_S: Final = 125
 WAITING_EVENT: Final = "PermissionRequest"

@@ -7,13 +7,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-PROVIDERS: Final = ("claude", "codex", "opencode", "cursor")
+PROVIDERS: Final = ("claude", "codex", "opencode", "cursor", "pi", "gemini")
 
 # Provider → the environment variable that moves its root (Cursor has none).
 ROOT_VARS: Final[Mapping[str, str]] = {
     "claude": "CLAUDE_CONFIG_DIR",
     "codex": "CODEX_HOME",
     "opencode": "OPENCODE_CONFIG_DIR",
+    "pi": "PI_CODING_AGENT_DIR",
 }
 
 
@@ -30,7 +31,8 @@ def provider_root(agent: str, *, home: str | os.PathLike[str] | None, env: Mappi
     """Return the absolute configuration root of ``agent``.
 
     Args:
-        agent: ``claude``, ``codex``, ``opencode`` or ``cursor``.
+        agent: ``claude``, ``codex``, ``opencode``, ``cursor``, ``pi`` or ``gemini``
+            (``$GEMINI_CLI_HOME`` names Gemini's *home*, the root is ``.gemini`` below it).
         home: the ``--home DIR`` value (isolates from the provider's variable; OpenCode
             still honours ``XDG_CONFIG_HOME``), or None.
         env: the environment to read (``os.environ`` for the CLI).
@@ -51,6 +53,8 @@ def provider_root(agent: str, *, home: str | os.PathLike[str] | None, env: Mappi
             "codex": base / ".codex",
             "opencode": Path(xdg) / "opencode" if xdg else base / ".config" / "opencode",
             "cursor": base / ".cursor",
+            "pi": base / ".pi" / "agent",
+            "gemini": base / ".gemini",
         }[agent]
     else:
         user = _user_home(env)
@@ -58,10 +62,12 @@ def provider_root(agent: str, *, home: str | os.PathLike[str] | None, env: Mappi
         explicit = _var(env, var) if var else None
         if explicit:
             root = Path(explicit)
+        elif agent == "gemini":
+            root = Path(_var(env, "GEMINI_CLI_HOME") or user) / ".gemini"
         elif agent == "opencode":
             root = Path(xdg) / "opencode" if xdg else user / ".config" / "opencode"
         else:
-            root = user / {"claude": ".claude", "codex": ".codex", "cursor": ".cursor"}[agent]
+            root = user / {"claude": ".claude", "codex": ".codex", "cursor": ".cursor", "pi": ".pi/agent"}[agent]
     return Path(os.path.abspath(root))
 
 
@@ -72,4 +78,6 @@ def provider_files(agent: str, root: Path) -> tuple[Path, ...]:
         "codex": (root / "hooks.json", root / "config.toml"),
         "opencode": (root / "plugins" / "signaltty.js",),
         "cursor": (root / "hooks.json",),
+        "pi": (root / "extensions" / "signaltty.ts",),
+        "gemini": (root / "settings.json",),
     }[agent]

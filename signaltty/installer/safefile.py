@@ -148,6 +148,10 @@ def _fsync_dir(directory: Path) -> None:
 # A blank or unparsable file must stay unchanged this long before it is trusted (s).
 SETTLE_S: Final = 0.05
 _POLL_S: Final = 0.002
+# A blank file modified less than this long ago (s, either way of the clock) is refused ("changed during setup; retry"), never merged into: a slow in-place save
+# (`slow_cmd > settings.json`) truncates, then writes maybe seconds later, into an inode we
+# would have replaced — its bytes then lost (issue 10 follow-up, item 4).
+FRESH_S: Final = 2.0
 # Attempts and total time one edit may spend retrying behind a busy editor.
 MAX_ATTEMPTS: Final = 10
 EDIT_BUDGET_S: Final = 2.0
@@ -177,6 +181,12 @@ class _Seen:
 
     def blank(self) -> bool:
         return self.data is not None and not self.data.strip()
+
+    def fresh(self) -> bool:
+        """Modified less than ``FRESH_S`` ago (a save may still be under way)."""
+        if self.st is None:
+            return False
+        return abs(time.time_ns() - self.st.st_mtime_ns) < FRESH_S * 1e9
 
     def refresh(self) -> None:
         """Re-read the same inode (after it changed)."""
@@ -321,6 +331,11 @@ def _edit_locked(target: Path, transform: Transform) -> bool:
             if base is victim and base.blank() and _moves_within(base, target, SETTLE_S):
                 base = victim = _open_seen(target, opened)  # truncated, being written: read again
                 continue
+            if base.blank() and base.fresh():
+                # just truncated: its writer may still be on the way (FRESH_S)
+                if base is not victim:
+                    _put_back(target, base, victim, opened)
+                raise _changed_error(target)
             try:
                 old = _decode(target, base.data)
                 new = transform(old)
@@ -331,7 +346,7 @@ def _edit_locked(target: Path, transform: Transform) -> bool:
                     continue
                 if base is not victim:
                     _put_back(target, base, victim, opened)  # the user's save, as they wrote it
-                raise
+                raise  # refused with the file untouched: nothing of a later save is lost
             if base is victim and (new is None or new == old or (new is DELETE and old is None)):
                 return False
             if isinstance(new, _Delete):

@@ -52,11 +52,16 @@ class UntrustedServer(ConnectError):
 def _check_socket_dir(path: str) -> None:
     """Refuse a socket whose directory is not ours with mode 0700 (before connecting).
 
+    A socket path that does not exist reads as "no daemon" (``ConnectError``, ENOENT),
+    whatever its directory: nothing could be sent to it anyway, and ``--socket /nonexistent``
+    must say "no such file", not blame ``/`` for its mode.
+
     Raises:
-        ConnectError: the directory does not exist or cannot be examined.
+        ConnectError: the socket or its directory does not exist or cannot be examined.
         UntrustedServer: it is someone else's or open to group/others.
     """
     try:
+        os.lstat(path)
         problem = trust.socket_dir_problem(path)
     except OSError as exc:
         raise ConnectError(exc.errno, f"cannot connect to {path}: {exc.strerror}") from exc

@@ -149,6 +149,57 @@ class Origin:
     pane_id: str | None = None
 
 
+def own_unit_cgroup() -> str | None:
+    """The daemon's cgroup when it runs in its own systemd unit (``signaltty*.service``), else None.
+
+    Under ``systemd --user`` every process the daemon starts (panes, their orphans, a
+    ``setsid`` escape) stays in the unit's cgroup; a process of the person's session never
+    is. Outside such a unit (started from a terminal) the cgroup is shared with the person's
+    shell and says nothing, so it is not used. Reads ``/proc/self/cgroup`` (cgroup v2 line).
+    """
+    path = _cgroup(os.getpid())
+    if path is None:
+        return None
+    leaf = path.rsplit("/", 1)[-1]
+    return path if leaf.startswith("signaltty") and leaf.endswith(".service") else None
+
+
+def _cgroup(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("0::"):
+                    return line[3:].strip()
+    except OSError:
+        return None
+    return None
+
+
+def _person_started(pid: int, people: Mapping[int, float | None]) -> bool:
+    """True when ``pid`` is, or is in the session of, a process started for the person.
+
+    Such a process is its own session leader; a terminal that forks its window and exits
+    leaves the window in that session (the id stays reserved while a member lives).
+    """
+    if pid in people and _same_process(pid, people[pid]):
+        return True
+    try:
+        sid = os.getsid(pid)
+    except OSError:
+        return False
+    if sid not in people:
+        return False
+    return not psutil.pid_exists(sid) or _same_process(sid, people[sid])
+
+
+def _same_process(pid: int, created: float | None) -> bool:
+    try:
+        now = psutil.Process(pid).create_time()
+    except (psutil.Error, OSError):
+        return False
+    return created is not None and abs(now - created) < 0.01
+
+
 def caller_origin(
     pid: int,
     *,
@@ -156,6 +207,9 @@ def caller_origin(
     sessions: Mapping[int, tuple[str, float | None]],
     pane_ids: Container[str],
     connected_at: float | None = None,
+    daemon_pid: int | None = None,
+    person_pids: Mapping[int, float | None] | None = None,
+    daemon_cgroup: str | None = None,
 ) -> Origin:
     """Trace the process ``pid`` (a socket peer or a D-Bus caller) to a pane, if any.
 
@@ -167,10 +221,20 @@ def caller_origin(
         pane_ids: every pane id this daemon has had.
         connected_at: wall-clock time the connection was accepted; a process at ``pid``
             created later is a reused pid (the caller is gone).
+        daemon_pid: the daemon's pid. The daemon is a child subreaper, so anything that
+            left a pane by double-forking (``setsid -f``, a tmux server) is re-parented to
+            it: a caller descending from the daemon is ``daemon`` (inside) unless the walk
+            passes a process the daemon started for the person first.
+        person_pids: processes the daemon started for the person (the terminal opened by a
+            notification click; ``desktop.terminal``) → start time; each is its own session
+            leader, so a caller in such a session counts as the person's too.
+        daemon_cgroup: the daemon's own systemd unit cgroup (``own_unit_cgroup``); a caller
+            in it is ``service`` (inside).
 
     Returns:
-        ``Origin``; ``inside`` for ancestry, session, environment, gone and reused. The walk
-        stops after ``MAX_HOPS`` processes. Raises nothing.
+        ``Origin``; ``inside`` for ancestry, session, environment (the caller's or any
+        ancestor's ``SIGNALTTY_PANE``), daemon, service, gone and reused. The walk stops
+        after ``MAX_HOPS`` processes. Raises nothing.
     """
     try:
         proc = psutil.Process(pid)
@@ -181,13 +245,9 @@ def caller_origin(
         return Origin(True, "gone")
     if connected_at is not None and created > connected_at + CLOCK_SLACK_S:
         return Origin(True, "reused")
-    try:
-        named = proc.environ().get("SIGNALTTY_PANE")
-    except (psutil.Error, OSError):
-        named = None  # unreadable (e.g. a hardened /proc): the walk still decides
-    if named and named in pane_ids:
-        return Origin(True, "environment", named)
-    chain: list[int] = []
+    people = person_pids or {}
+    chain: list[psutil.Process] = []
+    from_daemon = by_person = False
     current = pid
     for _ in range(MAX_HOPS):
         if current <= 1:
@@ -195,15 +255,36 @@ def caller_origin(
         pane_id = live_children.get(current)
         if pane_id is not None:
             return Origin(True, "ancestry", pane_id)
-        chain.append(current)
+        if people and _person_started(current, people):
+            by_person = True
+            break  # started by the daemon for the person: what is above it is the daemon
+        if daemon_pid is not None and current == daemon_pid:
+            from_daemon = True
+            break
         try:
-            current = psutil.Process(current).ppid()
+            step = psutil.Process(current)
+            chain.append(step)
+            current = step.ppid()
         except (psutil.Error, OSError):
             break
-    for member in chain:
+    for step in chain:
+        try:
+            # every ancestor's, not only the caller's: a tmux server started in a pane
+            # keeps the pane's environment for the commands it runs
+            named = step.environ().get("SIGNALTTY_PANE")
+        except (psutil.Error, OSError):
+            named = None  # unreadable (e.g. a hardened /proc): the walk still decides
+        if named and named in pane_ids:
+            return Origin(True, "environment", named)
+    for member in (step.pid for step in chain):
         pane_id = _pane_session(member, live_children, sessions)
         if pane_id is not None:
             return Origin(True, "session", pane_id)
+    if from_daemon:
+        return Origin(True, "daemon")
+    # the person's terminal opened by the daemon is in the daemon's unit cgroup too
+    if daemon_cgroup is not None and not by_person and _cgroup(pid) == daemon_cgroup:
+        return Origin(True, "service")
     return Origin(False, "outside")
 
 

@@ -30,6 +30,9 @@ log = structlog.get_logger("signaltty.autoconfig")
 LOCK_TIMEOUT_S: Final = 0.1
 STEP_TIMEOUT_S: Final = 2.0
 INTEGRATION_HOME_VAR: Final = "SIGNALTTY_INTEGRATION_HOME"
+# Providers without a builtin kind (their panes are ``generic`` with a catalog entry), by the
+# executable's basename (issue 11: Gemini CLI).
+PROVIDER_PROGRAMS: Final = {"gemini": "gemini"}
 DISABLED_NOTICE: Final = "{agent}: this launch disables user hooks/plugins; status integration is unavailable."
 FAILED_NOTICE: Final = "{agent} status setup failed: {error}. The terminal remains available."
 
@@ -53,12 +56,14 @@ def disables_user_hooks(kind: str, args: Sequence[str]) -> bool:
     """Whether the launch disables user hooks/plugins.
 
     Claude: ``--bare``, or ``--setting-sources X``/``--setting-sources=X`` whose comma list
-    lacks ``user``. OpenCode: ``--pure``.
+    lacks ``user``. OpenCode: ``--pure``. Pi: ``--no-extensions`` (extension discovery off).
 
     Spec: integrations.md §3 "disabled".
     """
     if kind == "opencode":
         return "--pure" in args
+    if kind == "pi":
+        return "--no-extensions" in args
     if kind != "claude":
         return False
     for i, arg in enumerate(args):
@@ -130,7 +135,7 @@ async def prepare(
         path: the hydrated PATH (to find the ``signaltty`` reporter).
 
     Returns:
-        None when the program is not ``claude``/``codex``/``opencode``/``cursor``; else a
+        None when the program is not ``claude``/``codex``/``opencode``/``cursor``/``pi``/``gemini``; else a
         :class:`Setup` (``configured``, ``disabled`` or ``error``).
 
     Raises:
@@ -138,7 +143,8 @@ async def prepare(
 
     Spec: integrations.md §3.
     """
-    kind = builtin_kind(os.path.basename(program))
+    name = os.path.basename(program)
+    kind = builtin_kind(name) or PROVIDER_PROGRAMS.get(name)
     if kind not in PROVIDERS:
         return None
     if disables_user_hooks(kind, args):

@@ -40,6 +40,11 @@ class Bus:
         self._any_waiters: set[asyncio.Event] = set()
         self.observers: list[Callable[[int, str, dict[str, Any]], None]] = []
 
+    def subscribed_to(self, name: str) -> bool:
+        """Whether some subscribed connection receives state event ``name`` (a sink without
+        ``wants`` receives everything)."""
+        return any(getattr(sink, "wants", lambda _name: True)(name) for sink in self._sinks)
+
     def add_sink(self, sink: EventSink) -> None:
         self._sinks.add(sink)
 

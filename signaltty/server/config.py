@@ -55,9 +55,16 @@ class PermissionsConfig(_Section):
     inside a signaltty pane (by ancestry, session or ``SIGNALTTY_PANE``) is refused with
     ``FORBIDDEN``, so an agent's tools cannot approve their own or another pane's prompts.
     True restores answers from any same-user process.
+
+    ``hidden_wait_s`` (seconds, 1–120, default 10): see below.
     """
 
     answer_from_panes: bool = False
+    # Issue 11 item 3: how long an agent whose own dialog is hidden while its native
+    # permission hook waits (Codex shows "Running hook") is kept waiting when nobody can
+    # answer elsewhere; then the wait ends without a verdict and the agent asks in its
+    # terminal. Rule in server/hooks.py ``HookService.native_wait_s``.
+    hidden_wait_s: float = Field(10, ge=1, le=120)
 
 
 class DesktopConfig(_Section):
@@ -151,9 +158,9 @@ def load_config(
         if unknown:
             warnings.append(f"unknown config keys ignored: {', '.join(sorted(unknown))}")
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        error = f"{path}: {loc}: {first['msg']}"
+        # every bad key at once: fixing them one restart at a time is a poor first day
+        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        error = f"{path}: {'; '.join(problems)}"
         config = Config()
     if env.get("SIGNALTTY_NOTIFY") == "0":
         config.notifications.enabled = False

@@ -24,7 +24,7 @@ from signaltty.core.ids import new_id
 from signaltty.core.model import Pane
 from signaltty.core.refresh import Detection
 from signaltty.proto.envelope import SignalttyError
-from signaltty.server import persistence
+from signaltty.server import ancestry, persistence
 from signaltty.server.bus import Bus
 from signaltty.server.config import Config, load_config
 from signaltty.server.hooks import HookService
@@ -35,7 +35,7 @@ from signaltty.server.router import Router
 from signaltty.server.spawning import Spawner
 from signaltty.server.store import Store
 from signaltty.server.sweep import ScreenSweep
-from signaltty.system import paths, sdnotify, shellpath
+from signaltty.system import paths, sdnotify, shellpath, subreaper
 from signaltty.system.logging import configure_logging
 
 log = structlog.get_logger("signaltty.daemon")
@@ -115,6 +115,10 @@ class Daemon:
         self.notifier: Any = None  # signaltty.desktop.notify.Notifier once started
         self.refresher: ProcessRefresher | None = None  # process refresh, set in run()
         self.sweep = ScreenSweep(self)
+        # processes started for the person (a notification click's terminal) → start time;
+        # the self-approval guard trusts what runs under them (server.ancestry)
+        self.person_pids: dict[int, float | None] = {}
+        self.unit_cgroup: str | None = None
 
     # ---------------------------------------------------------------- start
 
@@ -345,6 +349,10 @@ class Daemon:
             why = exc.strerror or exc
             raise StartupError(f"cannot listen on {self.socket_path}: {why}") from None
         self._socket_ino = os.stat(self.socket_path).st_ino
+        # orphans leaving a pane (setsid -f, a tmux server) become ours: issue 10 follow-up
+        if subreaper.become_subreaper():
+            self._spawn_bg(self._reap_orphans(), "orphan-reaper")
+        self.unit_cgroup = ancestry.own_unit_cgroup()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_shutdown)
         loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
@@ -438,6 +446,21 @@ class Daemon:
                 self.notifier.start()
         except Exception:  # noqa: BLE001 - the desktop surface is optional
             log.exception("desktop.start_failed")
+
+    async def _reap_orphans(self) -> None:
+        """Reap adopted orphans that exited (``system.subreaper``); pane children are not touched."""
+        reaper = subreaper.OrphanReaper()
+        while True:
+            await asyncio.sleep(subreaper.ORPHAN_SCAN_S)
+            keep = {rt.proc.pid for rt in list(self.runtimes.values()) if rt.proc is not None}
+            keep.update(rt.proc.pid for rt in list(self._closing) if rt.proc is not None)
+            try:
+                reaped = await asyncio.to_thread(reaper.scan, keep)
+            except Exception:  # noqa: BLE001 - never stops the daemon
+                log.exception("daemon.orphan_reap_failed")
+                continue
+            if reaped:
+                log.debug("daemon.orphans_reaped", pids=reaped)
 
     def _spawn_bg(self, coro: Any, name: str) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from signaltty.agents import permission, resume
+from signaltty.agents import keyed, permission, resume
 from signaltty.agents.adapters import adapter_for
 from signaltty.agents.adapters.base import Adapter
 from signaltty.agents.adapters.overlay import resolve_adapter
@@ -25,6 +26,7 @@ from signaltty.core import rules
 from signaltty.core.ids import new_id
 from signaltty.core.limits import MAX_HOOK_PAYLOAD
 from signaltty.core.model import Decision, Pane
+from signaltty.core.states import Lifecycle
 from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import ancestry
@@ -110,6 +112,30 @@ class HookService:
         route = self.routes.pop(decision_id, None)
         if route is not None and not route.future.done():
             route.future.set_result(("cancelled", _cancel_reason(reason)))
+
+    def native_wait_s(self, kind: str, requested: float) -> float:
+        """Seconds a native permission wait of agent ``kind`` lasts (issue 11 item 3).
+
+        ``requested`` (the reporter's ``wait_timeout_s``, default 120) unless the agent hides
+        its own dialog while waiting (``permission.HIDDEN_WHILE_WAITING``) and nobody can
+        answer elsewhere (``answerable_elsewhere``): then at most ``[permissions]
+        hidden_wait_s``, after which the wait ends without a verdict and the agent asks in
+        its terminal. Decided once, when the request arrives.
+        """
+        if kind not in permission.HIDDEN_WHILE_WAITING or self.answerable_elsewhere():
+            return requested
+        return min(requested, self.d.config.permissions.hidden_wait_s)
+
+    def answerable_elsewhere(self) -> bool:
+        """Whether someone can answer a permission away from the agent's terminal now: the
+        notification server shows action buttons, or a client subscribed to
+        ``decision.created`` (``signaltty top``, ``subscribe``; not ``pane attach``, which
+        only follows its pane's exit). D-Bus listeners cannot be seen (the bus keeps match
+        rules to itself); docs/configuration.md says so."""
+        notifier = getattr(self.d, "notifier", None)
+        if notifier is not None and notifier.can_answer:
+            return True
+        return self.store.bus.subscribed_to("decision.created")
 
     def forget_pane(self, pane_id: str) -> None:
         """A new process instance in the pane: its tracked agent process is gone."""
@@ -217,6 +243,8 @@ class HookService:
         # 2. validate the explicit decision
         if p.decision is not None:
             decision = _explicit_decision(p.decision, adapter, now)
+        elif decision is None:  # a dialog answered by keys (Gemini CLI, issue 11)
+            decision = keyed.decision_for(p.agent, p.event, payload, now=now)
         # 3. adapter
         if adapter is None:
             raise SignalttyError("BAD_PARAMS", f"unknown agent: {p.agent}", {"field": "agent"})
@@ -272,7 +300,7 @@ class HookService:
         route: Route | None = None
         if p.wait_for_answer and decision is not None:
             loop = asyncio.get_running_loop()
-            timeout = p.wait_timeout_s or 120.0
+            timeout = self.native_wait_s(adapter.kind, p.wait_timeout_s or 120.0)
             decision.deadline = now + timeout
             route = Route(
                 decision.id,
@@ -295,7 +323,7 @@ class HookService:
             default_title=adapter.default_title,
             display_name=adapter.display_name,
             decision=decision,
-            answer_channel=adapter.answer_channel() is not None,
+            answer_channel=adapter.answer_channel() is not None or keyed.is_keyed(decision),
             native_route=route is not None,
             foreign_harness=foreign,
             message=p.message,
@@ -303,6 +331,7 @@ class HookService:
             title=p.title,
             severity=p.severity,
             notification_id=new_id("notif"),
+            tool_name=_tool_name(payload),
         )
         outcome = rules.on_hook(pane, hook, now=now)
         if not outcome.accepted:
@@ -384,16 +413,42 @@ class HookService:
 
     # ---------------------------------------------------------------- report-session
 
-    def report_session(self, p: P.ReportSession) -> dict[str, Any]:
-        """``report-session`` (protocol.md §6).
+    async def report_session(self, p: P.ReportSession, caller: Caller | None = None) -> dict[str, Any]:
+        """``report-session`` (protocol.md §6), from inside the named pane or from outside every pane.
+
+        ``caller`` is the kernel's word on the client (``SO_PEERCRED``). A process traced to
+        another pane (ancestry, session, environment, a daemon-started escape; see
+        ``check_caller``) is refused: one pane must not rewrite another's session (issue 10
+        follow-up, item 1). A ``resume_argv`` is accepted only when it equals the agent's
+        own resume template with the session id substituted (``resume.matches_template``);
+        the stored command is always the template's.
 
         Raises:
-            SignalttyError: ``NO_SUCH_PANE``, ``BAD_PARAMS`` (bad id, unknown agent, invalid
-                ``resume_argv``).
+            SignalttyError: ``NO_SUCH_PANE``, ``FORBIDDEN`` (caller in another pane),
+                ``BAD_PARAMS`` (bad id, unknown agent, a ``resume_argv`` that is not the
+                agent's resume command).
         """
         pane = self.store.panes.get(p.pane_id)
         if pane is None:
             raise SignalttyError("NO_SUCH_PANE", f"no such pane: {p.pane_id}")
+        if caller is not None and caller.pid is not None:
+            chain = await asyncio.to_thread(ancestry.find_pane, caller.pid, self._children())
+            where = chain.pane_id
+            if where is None:
+                origin = await self.origin(caller)
+                where = origin.pane_id if origin.inside else None
+                if origin.inside and where is None:
+                    where = "?"
+            if where is not None and where != p.pane_id:
+                log.warning("report_session.refused", pane_id=p.pane_id, caller_pane=where)
+                raise SignalttyError(
+                    "FORBIDDEN",
+                    "report-session is accepted only from inside the pane it names (or from outside every pane)",
+                    {"pane_id": p.pane_id},
+                )
+            pane = self.store.panes.get(p.pane_id)
+            if pane is None:
+                raise SignalttyError("NO_SUCH_PANE", f"no such pane: {p.pane_id}")
         kind = p.agent or (pane.agent.kind if pane.agent.kind not in ("none",) else "generic")
         adapter = resolve_adapter(getattr(self.d, "catalog", None), kind)
         if adapter is None:
@@ -403,17 +458,25 @@ class HookService:
         except ValueError as exc:
             log.warning("report_session.session_id_rejected", pane_id=pane.id, reason=str(exc))
             raise SignalttyError("BAD_PARAMS", str(exc), {"field": "agent_session_id"}) from None
-        source = "adapter"
+        argv = resume.resolve(pane, adapter, session_id)
         if p.resume_argv is not None:
             try:
-                argv = resume.validate_reported_resume_argv(p.resume_argv)
+                reported = resume.validate_reported_resume_argv(p.resume_argv)
             except ValueError as exc:
                 raise SignalttyError("BAD_PARAMS", str(exc), {"field": "resume_argv"}) from None
-            source = "reported"
-        else:
-            argv = resume.resolve(pane, adapter, session_id)
+            template = adapter.resume_template()
+            expected = resume.substitute(template, session_id, adapter.session_id_grammar) if template else None
+            if not (resume.matches_template(reported, expected) or resume.matches_template(reported, argv)):
+                log.warning("report_session.resume_argv_rejected", pane_id=pane.id)
+                raise SignalttyError(
+                    "BAD_PARAMS",
+                    "resume_argv must be the agent's own resume command "
+                    f"({' '.join(expected) if expected else 'this agent has none'}); "
+                    "other commands are not accepted",
+                    {"field": "resume_argv"},
+                )
         effects, changed = rules.set_session(
-            pane, adapter.kind, session_id, argv, resume_source=source, display_name=adapter.display_name
+            pane, adapter.kind, session_id, argv, resume_source="adapter", display_name=adapter.display_name
         )
         if changed:
             effects.append(rules.Emit("pane.updated", {"pane": pane.to_wire(), "changed": changed}))
@@ -461,7 +524,8 @@ class HookService:
             del self.routes[dec.id]
             route.future.set_result(("verdict", "allow" if option == "once" else "deny"))
         else:
-            if not dec.answerable or self._channel(pane) is None:
+            keys = keyed.keys_for(dec, option)
+            if not dec.answerable or (keys is None and self._channel(pane) is None):
                 if not pane.live:
                     raise SignalttyError("PANE_EXITED", f"pane has exited: {pane.id}")
                 raise SignalttyError("BAD_PARAMS", "no answer channel for this decision")
@@ -469,9 +533,17 @@ class HookService:
                 raise SignalttyError("PANE_EXITED", f"pane has exited: {pane.id}")
             index = [o["id"] for o in dec.options].index(option) + 1
             rt = self.d.runtimes.get(pane.id)
+            if keys is not None and rt is not None:
+                await rt.settle()  # the screen as of now, not as of the last sweep
+                if pane.pending_decision is not dec:
+                    raise SignalttyError("NO_SUCH_DECISION", f"decision is no longer pending: {dec.id}")
+            if keys is not None and (rt is None or not keyed.dialog_shown(dec, rt.screen.screen_text())):
+                # never type into a pane whose dialog is gone (answered at the terminal)
+                self.store.apply(rules.clear_decision(pane, "moved_on"))
+                raise SignalttyError("NO_SUCH_DECISION", f"the dialog is no longer on screen: {dec.id}")
             try:
                 assert rt is not None
-                await rt.write_input(f"{index}\n".encode(), 5.0)
+                await rt.write_input(keys if keys is not None else f"{index}\n".encode(), 5.0)
             except SignalttyError as exc:
                 if pane.pending_decision is dec:
                     self.store.apply(rules.clear_decision(pane, "pane_exited"))
@@ -479,6 +551,9 @@ class HookService:
             if pane.pending_decision is not dec:
                 raise SignalttyError("NO_SUCH_DECISION", f"decision is no longer pending: {dec.id}")
         self.store.apply(rules.on_answer(pane, dec.id, option, now=self.store.now()))
+        if not dec.native and keyed.is_keyed(dec) and keyed.ends_turn(dec, option):
+            # e.g. Gemini's "No" cancels the turn and no hook follows it
+            self.store.apply(rules.set_lifecycle(pane, Lifecycle.IDLE, "answer", now=self.store.now()))
         return {
             "answered": True,
             "decision_id": dec.id,
@@ -507,20 +582,7 @@ class HookService:
         """
         if caller.surface == "daemon" or self.d.config.permissions.answer_from_panes:
             return
-        self._note_panes()
-        origin: ancestry.Origin
-        if caller.pid is None:
-            origin = ancestry.Origin(True, "unknown")
-        else:
-            sessions, pane_ids = self.pane_procs.snapshot()
-            origin = await asyncio.to_thread(
-                ancestry.caller_origin,
-                caller.pid,
-                live_children=self._children(),
-                sessions=sessions,
-                pane_ids=pane_ids | set(self.store.panes),
-                connected_at=caller.connected_at,
-            )
+        origin = await self.origin(caller)
         if not origin.inside:
             return
         log.warning(
@@ -534,6 +596,33 @@ class HookService:
         if origin.pane_id is not None:
             details["pane_id"] = origin.pane_id
         raise SignalttyError("FORBIDDEN", REFUSED_FROM_PANE, details)
+
+    async def origin(self, caller: Caller) -> ancestry.Origin:
+        """Trace ``caller`` to a pane (``ancestry.caller_origin``, in a worker thread).
+
+        Also used for notification servers (``desktop.notify``): one inside a pane is refused.
+        """
+        self._note_panes()
+        if caller.pid is None:
+            return ancestry.Origin(True, "unknown")
+        sessions, pane_ids = self.pane_procs.snapshot()
+        return await asyncio.to_thread(
+            ancestry.caller_origin,
+            caller.pid,
+            live_children=self._children(),
+            sessions=sessions,
+            pane_ids=pane_ids | set(self.store.panes),
+            connected_at=caller.connected_at,
+            **self.origin_extra(),
+        )
+
+    def origin_extra(self) -> dict[str, Any]:
+        """The daemon-wide facts ``caller_origin`` also needs (its pid, people's terminals)."""
+        return {
+            "daemon_pid": os.getpid(),
+            "person_pids": dict(getattr(self.d, "person_pids", {})),
+            "daemon_cgroup": getattr(self.d, "unit_cgroup", None),
+        }
 
     def _decision_pane(self, p: P.DecisionAnswer) -> Pane:
         """The pane whose pending decision ``p`` names (issue #10 item 5).
@@ -633,6 +722,12 @@ def _dropped(base: dict[str, Any], pane: Pane, reason: str | None) -> dict[str, 
         "lifecycle": pane.lifecycle.value,
         "attention": pane.attention.value,
     }
+
+
+def _tool_name(payload: Any) -> str | None:
+    """The payload's ``tool_name`` when it is a short string (compared, never shown)."""
+    name = payload.get("tool_name") if isinstance(payload, dict) else None
+    return name if isinstance(name, str) and len(name) <= 200 else None
 
 
 def _cancel_reason(reason: str) -> str:

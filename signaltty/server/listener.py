@@ -172,8 +172,12 @@ class Connection:
         if first:
             self.d.bus.add_sink(self)
 
+    def wants(self, name: str) -> bool:
+        """Whether this connection's subscription receives state event ``name``."""
+        return self._filters is not None and any(glob_match(g, name) for g in self._filters)
+
     def deliver_event(self, seq: int, name: str, payload: dict[str, Any]) -> None:
-        if self._filters is None or not any(glob_match(g, name) for g in self._filters):
+        if not self.wants(name):
             return
         self._enqueue(envelope.encode(envelope.event(name, payload, seq)), is_event=True)
 
@@ -405,8 +409,14 @@ class Connection:
                 self._clear_queue()
 
 
+# Connection slots kept for processes outside every pane (issue 10 follow-up, item 5).
+OUTSIDE_RESERVE = 32
+ORIGIN_CACHE_S = 5.0
+
+
 class Listener:
-    """Accepts connections on the daemon's socket (at most 256 at a time).
+    """Accepts connections on the daemon's socket (at most 256 at a time; the last
+    ``OUTSIDE_RESERVE`` only for processes outside every pane).
 
     Keeps the total of all connections' outbound queues under ``server.outbound_total_mib``
     (issue 10 §10): stalled readers cannot hold more than that between them.
@@ -425,6 +435,7 @@ class Listener:
         self.closed_idle = 0
         self.refused_full = 0
         self._refused_logged_at = float("-inf")
+        self._origins: dict[int, tuple[bool, float]] = {}  # pid → (inside a pane, valid until)
 
     def shed(self) -> None:
         """While the queues together exceed the cap, close the connection with the largest
@@ -463,11 +474,25 @@ class Listener:
             log.warning("conn.refused_uid", peer_uid=uid)
             writer.transport.abort()
             return
+        why: str | None = None
+        reserved = MAX_CONNECTIONS - OUTSIDE_RESERVE
+        # asked only near the limit, before the counts below (they may move during the walk)
+        from_pane = len(self.connections) >= reserved and await self._from_pane(sock)
         if len(self.connections) >= MAX_CONNECTIONS or self.d.shutting_down:
             idle_s = self.d.config.server.idle_timeout_s
             why = "the daemon is shutting down" if self.d.shutting_down else (
-                f"{len(self.connections)} open; connections idle for {idle_s:g} s are closed, try again"
+                f"{len(self.connections)} open; connections idle for {idle_s:g} s are closed "
+                "(subscribers, viewers and calls in flight are not), try again"
             )
+        elif from_pane and len(self.connections) >= reserved:
+            # the last OUTSIDE_RESERVE slots are kept for processes outside every pane (the
+            # person's CLI, top, status bars): pane processes cannot lock them out
+            why = (
+                f"{len(self.connections)} open; processes inside signaltty panes share "
+                f"{reserved} of the {MAX_CONNECTIONS} slots, the rest are "
+                "kept for processes outside panes"
+            )
+        if why is not None:
             self.refused_full += 1
             now = time.monotonic()
             if now - self._refused_logged_at >= 10:  # a client retrying in a loop: one line per 10 s
@@ -488,10 +513,38 @@ class Listener:
             self._tasks.add(task)
         try:
             await conn.run()
+        except asyncio.CancelledError:
+            # close_all() at shutdown: end quietly. A handler task that ends cancelled makes
+            # asyncio's StreamReaderProtocol done-callback log a traceback (task.exception()
+            # raises CancelledError, CPython 3.11).
+            pass
         finally:
             self.connections.discard(conn)
             if task is not None:
                 self._tasks.discard(task)
+
+    async def _from_pane(self, sock: Any) -> bool:
+        """True when the peer runs inside a pane (or cannot be traced); cached per pid for
+        ``ORIGIN_CACHE_S``. Only asked near the limit, so the hook fast path never pays for it.
+        The walk is the self-approval guard's (``HookService.origin``), off the loop."""
+        pid = peer_pid(sock) if sock is not None else None
+        if pid is None:
+            return True
+        now = time.monotonic()
+        cached = self._origins.get(pid)
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        from signaltty.server.hooks import Caller
+
+        try:
+            inside = (await self.d.hooks.origin(Caller("socket", pid, time.time()))).inside
+        except Exception:  # noqa: BLE001 - untraceable counts as a pane's (the safe side)
+            log.exception("conn.origin_failed")
+            inside = True
+        if len(self._origins) >= MAX_CONNECTIONS:
+            self._origins.clear()
+        self._origins[pid] = (inside, now + ORIGIN_CACHE_S)
+        return inside
 
     async def stop_accepting(self) -> None:
         if self._server is not None:

@@ -569,6 +569,9 @@ class PaneRuntime:
                     raise SignalttyError("TIMEOUT", "input timed out", {"written_bytes": written})
                 await self._wait_writable(remaining)
             self.pane.last_activity_at = time.time()
+            if written:
+                self.pane.turn_input = True  # a turn can start now (issue 11 item 5)
+                self.pane.input_at = self.pane.last_activity_at  # issue 11 item 7
             return written
         finally:
             self._input_lock.release()

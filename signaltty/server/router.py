@@ -125,6 +125,19 @@ class Router:
                 full = self.resolve_pane_id(ref, name)
                 if full != ref:
                     update[name] = full
+        # workspace ids abbreviate the same way (``ws_3f``); handles never hold ``_``
+        ref = getattr(params, "workspace_id", None)
+        if isinstance(ref, str) and ref not in self.store.workspaces:
+            matches = prefix_matches(ref, self.store.workspaces, kind="ws_")
+            if len(matches) == 1:
+                update["workspace_id"] = matches[0]
+            elif matches:
+                shown = ", ".join(matches[:_AMBIGUOUS_SHOWN])
+                raise SignalttyError(
+                    "AMBIGUOUS",
+                    f"workspace id prefix {ref} matches {len(matches)} workspaces: {shown}; type more of the id",
+                    {"field": "workspace_id", "prefix": ref, "workspace_ids": matches[:20]},
+                )
         return params.model_copy(update=update) if update else params
 
     def resolve_pane_id(self, ref: str, field: str = "pane_id") -> str:
@@ -322,7 +335,7 @@ class Router:
             after=None,
             agent=agent,
         )
-        self._schedule_paste(pane, plan)
+        self._schedule_paste(pane, plan, bool(p.prompt))
         return _spawn_result(pane)
 
     async def m_pane_split(self, conn: Connection | None, p: P.PaneSplit) -> dict[str, Any]:
@@ -354,7 +367,7 @@ class Router:
             after=src.id,
             agent=agent,
         )
-        self._schedule_paste(pane, plan)
+        self._schedule_paste(pane, plan, bool(p.prompt))
         return _spawn_result(pane)
 
     def _command(self, p: P._Command) -> list[str] | None:
@@ -414,9 +427,12 @@ class Router:
         )
         return plan, info
 
-    def _schedule_paste(self, pane: Pane, plan: launch.LaunchPlan | None) -> None:
+    def _schedule_paste(self, pane: Pane, plan: launch.LaunchPlan | None, prompted: bool = False) -> None:
         """After-start prompt: paste it after ``plan.delay_ms`` unless the pane's process
-        instance has ended or been replaced by then (agents.md §4.4)."""
+        instance has ended or been replaced by then (agents.md §4.4). A launch prompt
+        (argv or pasted) starts a turn (``Pane.turn_input``, issue 11 item 5)."""
+        if plan is not None and prompted:
+            pane.turn_input = True
         if plan is None or plan.paste is None:
             return
         rt = self.d.runtimes.get(pane.id)
@@ -869,7 +885,8 @@ class Router:
         return await self.d.hooks.hook_event(p, conn.peer_pid if conn is not None else None)
 
     async def m_report_session(self, conn: Connection | None, p: P.ReportSession) -> dict[str, Any]:
-        return self.d.hooks.report_session(p)
+        caller = Caller("socket", conn.peer_pid, conn.opened_at) if conn is not None else None
+        return await self.d.hooks.report_session(p, caller)
 
     async def m_decision_answer(self, conn: Connection | None, p: P.DecisionAnswer) -> dict[str, Any]:
         # No connection: the daemon's own process (a notification button). D-Bus answers

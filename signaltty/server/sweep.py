@@ -61,10 +61,17 @@ class PaneSweep:
     evaluated: bool = False
     winner: int | None = None
     evidence_since: float | None = None
+    # since when an ``ends_turn`` idle rule wins on a hooked working/blocked pane (issue 11)
+    settle_since: float | None = None
     evaluations: int = 0
     # everything the outcome depends on, cheap to compare: an unchanged pane costs one compare
     stamp: tuple[Any, ...] | None = None
     quick: tuple[Any, ...] | None = None
+
+    @property
+    def timing(self) -> bool:
+        """A timer runs (recovery or settling): the pane is visited every tick."""
+        return self.evidence_since is not None or self.settle_since is not None
 
 
 def _screen_view(pane: Pane, rows: list[str]) -> ScreenView:
@@ -120,7 +127,7 @@ class ScreenSweep:
         else:
             # Nothing but output happened: only panes that printed, or whose recovery timer
             # runs, can have a new outcome (idle panes cost nothing).
-            ids = store.touched | {p for p, st in self.state.items() if st.evidence_since is not None}
+            ids = store.touched | {p for p, st in self.state.items() if st.timing}
             visit = [(p, runtimes[p]) for p in ids if p in runtimes]
         store.touched.clear()
         seq_at_start = store.seq
@@ -247,10 +254,10 @@ class ScreenSweep:
         if st is None:
             st = self.state[pane.id] = PaneSweep()
         if not rt.live:
-            st.evidence_since = None
+            st.evidence_since = st.settle_since = None
             st.stamp = None
             return
-        if st.evidence_since is None:
+        if not st.timing:
             # Every state change emits an event (store.seq moves); output moves the offset;
             # the refresh's program name is the one input that changes silently.
             quick = (rt.output_offset, self.d.store.seq, pane.process_name, rt.screen.size)
@@ -258,7 +265,7 @@ class ScreenSweep:
                 return
             st.quick = quick
         stamp = self._stamp(rt)
-        if stamp == st.stamp and st.evidence_since is None:
+        if stamp == st.stamp and not st.timing:
             return  # nothing this pane's outcome depends on has changed
         st.stamp = stamp
         self._refresh_rules(st, pane)
@@ -270,8 +277,8 @@ class ScreenSweep:
         self._refresh_rows(st, rt)
         authority = pane.authority
         shadow = authority != Authority.SCREEN
-        if shadow and not layer_rules.recovery_candidate(pane):
-            st.evidence_since = None
+        if shadow and not (layer_rules.recovery_candidate(pane) or layer_rules.settle_candidate(pane)):
+            st.evidence_since = st.settle_since = None
             return
         progress = pane.osc_progress.get("raw") if pane.osc_progress else None
         view_key = (pane.title if pane.title_from_osc else None, progress, authority)
@@ -284,8 +291,11 @@ class ScreenSweep:
             if timed_out:
                 self._note_timeouts(st.rules, timed_out, pane.id)
             if not shadow:
-                state = st.rules[st.winner].state if st.winner is not None else None
-                self.d.store.apply(layer_rules.on_screen_state(pane, state, now=now))
+                rule = st.rules[st.winner] if st.winner is not None else None
+                state = rule.state if rule is not None else None
+                fallback = rule is not None and rule.is_fallback
+                self.d.store.apply(layer_rules.on_screen_state(
+                    pane, state, now=now, fallback=fallback, message=rule.message if rule is not None else None))
                 st.stamp = self._stamp(rt)  # the lifecycle just changed by our own hand
                 st.quick = None
         if shadow:
@@ -299,8 +309,28 @@ class ScreenSweep:
         status = pane.program_status
         return bool(pane.hooked and status and status.get("state") in ("idle", "done"))
 
+    def _settle(self, st: PaneSweep, pane: Pane, now: float) -> bool:
+        """Issue 11 items 1, 2: the agent's own idle prompt (an ``ends_turn`` rule) held for
+        ``SETTLE_S`` after the last hook ends a hooked turn or dialog the agent sent no hook
+        for (Claude's Esc, "No" in its dialog). True when it fired."""
+        rule = st.rules[st.winner] if st.evaluated and st.winner is not None else None
+        if rule is None or not rule.ends_turn or not layer_rules.settle_candidate(pane):
+            st.settle_since = None
+            return False
+        if st.settle_since is None:
+            st.settle_since = now
+        since = max(st.settle_since, pane.last_signal_at or 0.0, pane.lifecycle_since or 0.0)
+        if now - since < layer_rules.SETTLE_S:
+            return False
+        log.info("sweep.settled", pane_id=pane.id, rule=rule.id, lifecycle=pane.lifecycle.value)
+        st.settle_since = st.evidence_since = None
+        self.d.store.apply(layer_rules.settle(pane, now=now))
+        return True
+
     def _recovery(self, st: PaneSweep, rt: PaneRuntime, now: float) -> None:
         pane = rt.pane
+        if self._settle(st, pane, now):
+            return
         n = self.d.config.server.stuck_recovery_s
         if n <= 0 or not layer_rules.recovery_candidate(pane) or not self._evidence(st, pane):
             st.evidence_since = None

@@ -80,7 +80,7 @@ ROWS: list[tuple[str, str, Any, Any]] = [
         "claude",
         "Notification",
         {"notification_type": "idle_prompt", "message": "wait"},
-        C(B, INPUT, "wait", "idle_prompt"),
+        Classification(cause="idle_prompt", notice=True),  # issue 11 item 8: an alert only
     ),
     (
         "claude",
@@ -177,9 +177,14 @@ ROWS: list[tuple[str, str, Any, Any]] = [
     ("cursor", "stop", {"status": "completed"}, C(D, UNREAD, "turn complete", "turn_done")),
     ("cursor", "sessionEnd", {}, C(D, UNREAD, "session ended", "session_end")),
     ("cursor", "Stop", {}, UNREC),
-    # 2.5 Pi and generic: hooks classify nothing
-    ("pi", "session_start", {"type": "session_start"}, UNREC),
-    ("pi", "agent_end", {}, UNREC),
+    # Pi: the managed extension's events (issue 11); generic: hooks classify nothing
+    ("pi", "session_start", {"type": "session_start"}, C(I)),
+    ("pi", "agent_start", {}, C(W, NONE)),
+    ("pi", "agent_end", {}, C(D, UNREAD, "turn finished", "turn_done")),
+    ("pi", "PermissionRequest", {"tool_name": "Permission required",
+                                 "tool_input": {"title": "Permission required", "message": "Allow: touch x?"}},
+     C(B, PERM, "Allow: touch x?", "permission")),
+    ("pi", "permission_replied", {"answer": True}, C(W, NONE)),
     ("pi", "Stop", {}, UNREC),
     ("generic", "Stop", {}, UNREC),
     ("generic", "SessionStart", {"session_id": "g"}, UNREC),
@@ -290,6 +295,8 @@ DRAFTS: list[tuple[str, str, Any, NotificationDraft | None]] = [
     ("cursor", "stop", {}, NotificationDraft("Cursor turn complete", None, "info")),
     ("cursor", "sessionEnd", {}, None),
     ("pi", "agent_end", {}, None),
+    ("pi", "PermissionRequest", {"tool_input": {"message": "Allow: ls?"}},
+     NotificationDraft("Pi needs approval", "Allow: ls?", "warning")),
     ("generic", "Stop", {}, None),
 ]
 
@@ -430,7 +437,7 @@ FIXTURE_EXPECTED: dict[tuple[str, str], dict[str, tuple[Any, str | None]]] = {
         "PostToolUse": (TOOL, CLAUDE_SID),
         "PostToolBatch": (UNREC, CLAUDE_SID),
         "Notification": (
-            C(B, INPUT, "Claude is waiting for your input", "idle_prompt"),
+            Classification(cause="idle_prompt", notice=True),
             CLAUDE_SID,
         ),
         "SessionEnd": (C(D, UNREAD, "session ended", "session_end"), CLAUDE_SID),
@@ -464,22 +471,24 @@ FIXTURE_EXPECTED: dict[tuple[str, str], dict[str, tuple[Any, str | None]]] = {
         "event:session.idle": (C(D, UNREAD, "session idle", "turn_done"), OPENCODE_SID),
         "tool.execute.before": (UNREC, None),
         "event:permission.asked": (UNREC, OPENCODE_SID),
-        "event:permission.replied": (UNREC, OPENCODE_SID),
+        "event:permission.replied": (C(W, NONE), OPENCODE_SID),  # issue 11 item 6: withdraws the request
         "tool.execute.after": (UNREC, None),
         "decision.sent": (UNREC, None),
     },
+    # the research harness's raw event names: the managed extension reports three of them
     ("pi", "pi"): {
+        "session_start": (C(I), None),
+        "agent_start": (C(W, NONE), None),
+        "agent_end": (C(D, UNREAD, "turn finished", "turn_done"), None),
+    } | {
         key: (UNREC, None)
         for key in (
-            "session_start",
             "input",
             "before_agent_start",
-            "agent_start",
             "turn_start",
             "message_start",
             "message_end",
             "turn_end",
-            "agent_end",
             "tool_execution_start",
             "tool_call",
             "permission.decision",
@@ -819,11 +828,17 @@ def test_opencode_interruption_is_reported_as_idle():
 
 
 def test_opencode_permission_ask_hook_never_fires():
-    """Fact: OpenCode's permission.ask plugin hook is dead; permission.asked is not forwarded
-    by the managed plugin, so neither classifies (the screen rules show the dialog)."""
+    """Fact: OpenCode's permission.ask plugin hook is dead; the managed plugin reports the
+    permission.asked *event* as a waiting PermissionRequest (issue 11 item 6), so neither raw
+    name classifies."""
     opencode = ADAPTERS["opencode"]
     for event in ("permission.ask", "permission.asked"):
         assert not opencode.classify(event, {"sessionID": "s"}).recognized
+    asked = opencode.classify("PermissionRequest", {"session_id": "s", "tool_name": "bash",
+                                                    "tool_input": {"command": "touch x"}})
+    assert (asked.lifecycle, asked.attention, asked.message, asked.cause) == (B, PERM, "bash: touch x", "permission")
+    draft = opencode.notification_draft("PermissionRequest", {"tool_name": "edit", "tool_input": {"patterns": ["a.py"]}})
+    assert draft == NotificationDraft("OpenCode needs approval", "edit: a.py", "warning")
 
 
 def test_pi_and_opencode_have_no_exit_hook():

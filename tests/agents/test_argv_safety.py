@@ -199,10 +199,11 @@ def test_argv_to_resume_checks_the_stored_values_again() -> None:
     # a stored id that got past every earlier check (e.g. an old daemon's snapshot)
     with pytest.raises(ValueError, match="starts with '-'"):
         resume.argv_to_resume(pane(agent_session_id=CLAUDE_BYPASS, resume_source="adapter"), ADAPTERS["claude"])
-    with pytest.raises(ValueError, match="bare command name"):
-        resume.argv_to_resume(
-            pane(agent_session_id="S1", resume_source="reported", resume_argv=["-x", "S1"]), ADAPTERS["claude"]
-        )
+    # a stored reported argv is never run: the template is (issue 10 follow-up)
+    for stored in (["-x", "S1"], ["claude", "--dangerously-skip-permissions", "--resume", "S1"], ["sh", "-c", "x"]):
+        assert resume.argv_to_resume(
+            pane(agent_session_id="S1", resume_source="reported", resume_argv=stored), ADAPTERS["claude"]
+        ) == ["claude", "--resume", "S1"]
     assert resume.argv_to_resume(pane(agent_session_id="S1"), ADAPTERS["claude"]) == ["claude", "--resume", "S1"]
     assert resume.argv_to_resume(pane(), ADAPTERS["claude"]) is None
 

@@ -26,7 +26,7 @@ OK = {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "ls"}}
         ("claude", OK, True),
         ("codex", OK, True),
         ("codex", {**OK, "tool_input": {}}, True),
-        ("opencode", OK, False),
+        ("opencode", OK, True),  # issue 11 item 6: its plugin reports permission.asked
         ("generic", OK, False),
         ("gemini", OK, False),
         ("claude", None, False),
@@ -98,7 +98,7 @@ def test_native_decision_rejects_bad_payload():
     with pytest.raises(ValueError, match="native permission contract"):
         native_decision("claude", {"tool_name": "Bash"}, now=0)
     with pytest.raises(ValueError, match="native permission contract"):
-        native_decision("opencode", OK, now=0)
+        native_decision("cursor", OK, now=0)
 
 
 def test_native_options_are_fresh():

@@ -20,6 +20,12 @@ from signaltty.agents.process_name import is_runtime, program_name
         (["/bin/bash", "/opt/bin/tern"], "tern"),  # a shebang script as /proc shows it
         (["bash", "-c", "tern"], "bash"),
         (["-zsh"], "zsh"),
+        # Nix's makeWrapper (issue 11 item 11)
+        (["/nix/store/h-claude-code/bin/.claude-unwrapped", "-p", "x"], "claude"),
+        (["node", "/nix/store/h-claude-code/bin/.claude-unwrapped"], "claude"),
+        ([".codex-wrapped"], "codex"),
+        ([".-wrapped"], ".-wrapped"),
+        ([".claude-wrapped-old"], ".claude-wrapped-old"),
         ([], ""),
         ([""], ""),
         # node / nodejs

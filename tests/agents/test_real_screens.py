@@ -46,6 +46,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "codex/07_after_hook_allow": ("idle", "composer_idle"),
     "codex/08_after_interrupt": ("idle", "composer_idle"),
     "codex/09_after_quit": ("idle", "idle_fallback"),
+    # the dialog Codex shows when hooks are new or changed (ours, at the first start; issue 11 item 4)
+    "codex/10_hooks_review": ("blocked", "hooks_review"),
     "opencode/01_startup": ("idle", "prompt_idle"),
     "opencode/02_idle_after_hello": ("idle", "prompt_idle"),
     "opencode/03_working": ("working", "interrupt_hint"),

@@ -269,7 +269,9 @@ def test_resolve_from_pane_repairs_old_bare_command():
     assert resume.resolve(pane, ADAPTERS["codex"], "S") == ["/opt/tools/codex", "resume", "S"]
 
 
-def test_resolve_from_pane_reuses_reported_for_same_session():
+def test_resolve_from_pane_never_reuses_a_reported_argv():
+    # issue 10 follow-up: a stored reported argv (an older snapshot) is never run; the
+    # template decides, and an agent without one is not resumable
     reported = ["muse", "resume", "S"]
     pane = _pane(
         ["muse"],
@@ -278,9 +280,26 @@ def test_resolve_from_pane_reuses_reported_for_same_session():
         resume_argv=reported,
         resume_source="reported",
     )
-    assert resume.resolve(pane, ADAPTERS["generic"], "S") == reported
-    # a different id: the reported command named the old session
+    assert resume.resolve(pane, ADAPTERS["generic"], "S") is None
+    assert resume.resolve(pane, ADAPTERS["claude"], "S") == ["claude", "--resume", "S"]
     assert resume.resolve(pane, ADAPTERS["claude"], "S2") == ["claude", "--resume", "S2"]
+
+
+@pytest.mark.parametrize(
+    ("reported", "ok"),
+    [
+        (["claude", "--resume", "S"], True),
+        (["/opt/bin/claude", "--resume", "S"], True),
+        (["claude", "--dangerously-skip-permissions", "--resume", "S"], False),
+        (["claude", "--resume", "S", "--dangerously-skip-permissions"], False),
+        (["sh", "-c", "claude --resume S"], False),
+        (["claude", "--resume", "T"], False),
+        (["claude"], False),
+    ],
+)
+def test_matches_template(reported, ok):
+    assert resume.matches_template(reported, ["claude", "--resume", "S"]) is ok
+    assert resume.matches_template(reported, None) is False
 
 
 # ---------------------------------------------------------------- validation

@@ -123,3 +123,62 @@ def test_zsh_tab_in_a_real_pty(home, tmp_path):
                 break
             time.sleep(0.05)
         os.close(fd)
+
+
+def _bash_complete(bash: str, env: dict[str, str], script: Path, line: str) -> tuple[set[str], str]:
+    """Call the registered completion function for ``line`` (cursor at its end) as
+    bash-completion does; returns the candidates and stderr."""
+    import shlex
+
+    words = line.split(" ")
+    probe = (
+        f"source {shlex.quote(str(script))}; "
+        f"COMP_LINE={shlex.quote(line)}; COMP_POINT=${{#COMP_LINE}}; "
+        f"COMP_WORDS=({' '.join(shlex.quote(w) for w in words)}); COMP_CWORD={len(words) - 1}; "
+        "fn=$(complete -p signaltty | sed 's/.* -F \\([^ ]*\\) .*/\\1/'); "
+        f"$fn signaltty {shlex.quote(words[-1])} {shlex.quote(words[-2])}; printf '%s\\n' \"${{COMPREPLY[@]}}\""
+    )
+    r = subprocess.run([bash, "--norc", "--noprofile", "-c", probe], env=env, capture_output=True,
+                       text=True, timeout=60)
+    return {w.strip() for w in r.stdout.split()}, r.stderr
+
+
+def test_bash_install_explains_bash_completion_and_source_line(home):
+    _shell("bash")
+    r = subprocess.run([PY, "-m", "signaltty", "completion", "bash", "--install"], env=home,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    target = r.stdout.strip().removeprefix("wrote ")
+    assert "bash-completion package" in r.stderr and f"source {target}" in r.stderr, r.stderr
+
+
+def test_bash_completes_keys_agents_and_nothing_without_a_daemon(home):
+    bash = _shell("bash")
+    script = _install(home, "bash")
+    got, err = _bash_complete(bash, home, script, "signaltty pane input --keys E")
+    assert {"Enter", "Escape", "End"} <= got and "Up" not in got, (got, err)
+    got, err = _bash_complete(bash, home, script, "signaltty new --agent cl")
+    assert {"claude", "cline"} <= got and "codex" not in got, (got, err)  # bundled names
+    # no daemon: pane ids complete to nothing, quietly and at once
+    start = time.monotonic()
+    got, err = _bash_complete(bash, home, script, "signaltty pane attach pane_")
+    assert got == set() and err == "", (got, err)
+    assert time.monotonic() - start < 20  # generous: a loaded CI machine; never a hang
+
+
+def test_bash_completes_pane_ids_and_workspaces_from_the_daemon(daemon):
+    bash = _shell("bash")
+    env = {**daemon.env, "XDG_DATA_HOME": str(daemon.home / "data")}
+    script = _install(env, "bash")
+    ws = daemon.call("workspace.create", {"name": "compl"})["workspace"]
+    ids = [daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["cat"]})["pane"]["id"] for _ in range(2)]
+    for line in ("signaltty pane attach ", "signaltty pane input --keys Enter pane_",
+                 "signaltty wait --pane pane", "signaltty permission answer "):
+        got, err = _bash_complete(bash, env, script, line)
+        assert set(ids) <= got, (line, got, err)
+    got, err = _bash_complete(bash, env, script, f"signaltty pane get {ids[0][:7]}")
+    assert got == {i for i in ids if i.startswith(ids[0][:7])}, (got, err)
+    got, err = _bash_complete(bash, env, script, "signaltty workspace get ")
+    assert {"compl", ws["id"]} <= got, (got, err)
+    for pid in ids:
+        daemon.call("pane.close", {"pane_id": pid, "signal": "KILL"})

@@ -101,7 +101,14 @@ def test_untrusted_socket_and_silent_daemon_say_na(daemon, tmp_root):
     open_dir = tmp_root / "open"
     open_dir.mkdir()
     os.chmod(open_dir, 0o755)  # group/other may enter: not a socket to trust
-    out, err = bar(daemon, "waybar", {"SIGNALTTY_SOCKET": str(open_dir / "s.sock")})
+    planted = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        # a socket that is there (a missing one is simply "no daemon": off)
+        planted.bind(str(open_dir / "s.sock"))
+        planted.listen(1)
+        out, err = bar(daemon, "waybar", {"SIGNALTTY_SOCKET": str(open_dir / "s.sock")})
+    finally:
+        planted.close()
     w = json.loads(out)
     assert (w["text"], w["class"]) == ("n/a", "unavailable")
     assert "mode 0755" in w["tooltip"] and "mode 0755" in err

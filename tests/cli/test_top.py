@@ -211,7 +211,11 @@ def test_top_live_view_keys_and_screen(daemon, top_term):
     t = top_term(100, 30)
     t.wait_text("signaltty top")
     t.wait_text("[p-allow]")
-    assert "unread" in t.row("[job]") and "done" in t.row("[job]") and "build" in t.row("[job]")
+    # the job's program is gone: its exit code instead of a lifecycle (it looks dead)
+    assert "unread" in t.row("[job]") and "exited 0" in t.row("[job]") and "build" in t.row("[job]")
+    # two workspaces named "agents": their handles tell them apart
+    assert "agents " in t.row("[p-deny]") + t.row("[p-allow]")
+    assert "agents-2" in t.row("[p-deny]") + t.row("[p-allow]")
     assert "permission" in t.row("[p-deny]") and "blocked" in t.row("[p-deny]")
     assert "Bash: rm -rf build/ …" in t.text() and "Bash: make deploy" in t.text()
     assert "second-line" not in t.text() and "^[" not in t.text() and "[2J" not in t.text()
@@ -293,6 +297,38 @@ def test_top_live_view_keys_and_screen(daemon, top_term):
     with t.lock:
         raw = bytes(t.raw)
     assert raw.rfind(b"\x1b[?1049l") > raw.rfind(b"\x1b[?1049h") >= 0  # left the alternate screen
+
+
+def test_top_dead_pane_is_frozen_and_enter_says_why(daemon, top_term):
+    dead = _spawn(daemon, "gone", [PY, "-c", "import sys; sys.exit(3)"], "dead")
+    _spawn(daemon, "here", ["cat"], "alive")
+    wait_until(lambda: _pane(daemon, dead)["live"]["state"] == "exited", timeout=20)
+    t = top_term(100, 30)
+    t.wait_text("[alive]")
+    t.wait(lambda: "exited 3" in t.row("[dead]"), "the dead pane does not say so")
+    first = t.row("[dead]")
+
+    def clock() -> str:
+        return t.lines()[0].rstrip()[-8:]
+
+    start = clock()
+    later = {_later(start, n) for n in range(2, 6)}  # a skipped redraw second is fine
+    t.wait(lambda: clock() in later, "the clock did not move 2 s", timeout=10)
+    assert t.row("[dead]") == first  # same age: it does not tick
+    while "[dead]" not in t.selected():
+        t.step(b"j", "move down")
+    t.press(b"\r")
+    t.wait_text("cannot attach:")
+    assert f"{dead[:13]} has exited (code 3)" in t.text()
+    assert "signaltty top" in t.text() and t.proc.poll() is None  # still here, not attached
+    t.press(b"q")
+    assert t.proc.wait(10) == 0
+
+
+def _later(hms: str, seconds: int) -> str:
+    h, m, s = (int(x) for x in hms.split(":"))
+    total = (h * 3600 + m * 60 + s + seconds) % 86400
+    return f"{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
 
 
 def test_top_reconnects_when_the_daemon_comes_back(daemon, top_term):

@@ -109,7 +109,9 @@ def test_no_actions_capability(tmp_root, bus, notif_server):
         a, _ = _permission_agent(d, tmp_root)
         _, info = notif_server.wait_shown(lambda i: "needs approval" in i["summary"])
         assert info["actions"][1::2] in ([], [""])  # no buttons (a body-click action at most)
-        assert info["body"].endswith(f"(answer: signaltty permission answer {a.id} allow|deny)")
+        did = a.get()["pending_decision"]["id"]  # named: a superseding request cannot take it
+        assert info["body"].endswith(
+            f"(answer: signaltty permission answer --pane {a.id} {did} allow|deny, or in the terminal)")
     finally:
         d.stop()
         notif_server.reset()

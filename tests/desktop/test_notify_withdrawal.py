@@ -129,7 +129,8 @@ def test_native_timeout_says_the_agent_now_asks_in_its_terminal(
     )
     # the question as the permission notification asked it, and where to answer it now
     assert first["body"].startswith("Allow Bash?\n") and "ls" in first["body"]
-    assert info["body"] == first["body"] + "\nNot answered here in time: answer it in the terminal."
+    question = first["body"].rpartition("\n(answer")[0]  # without where to answer (issue 11 item 3)
+    assert question and info["body"] == question + "\nNot answered here in time: answer it in the terminal."
     assert info["actions"][1::2] in ([], [""])  # nothing to answer here any more
     assert info["hints"]["urgency"] == ("y", 2) and info["timeout"] == 0
     p = a.get()

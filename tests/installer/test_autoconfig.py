@@ -177,3 +177,28 @@ def test_missing_program_writes_nothing(daemon):
     with pytest.raises(SignalttyError) as exc:
         daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": [str(daemon.root / "nope" / "claude")]})
     assert exc.value.code == "SPAWN_FAILED" and not (daemon.home / ".claude").exists()
+
+
+def test_pi_and_gemini_configured_at_spawn(daemon):
+    """Issue 11: Pi gets the managed extension, Gemini CLI (no builtin kind) its settings.json
+    hooks, before they start; a foreign settings key and hook stay."""
+    ext = daemon.home / ".pi" / "agent" / "extensions" / "signaltty.ts"
+    r = spawn(daemon, "pi", "--no-extensions")  # Pi would not load it
+    assert r["integration"]["status"] == "disabled" and not ext.exists()
+    r = spawn(daemon, "pi")
+    assert r["integration"] == {"agent": "pi", "status": "configured", "changed": True}
+    assert ext.read_text().startswith("// signaltty extension for Pi (managed by signaltty integration).")
+    assert f"const REPORTER = {json.dumps(REPORTER)};" in ext.read_text()
+    settings = daemon.home / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    mine = {"type": "command", "command": "log-it", "timeout": 500}
+    settings.write_text(json.dumps({"model": {"name": "x"}, "hooks": {"AfterAgent": [{"matcher": "*", "hooks": [mine]}]}}))
+    r = spawn(daemon, "gemini")
+    assert r["integration"] == {"agent": "gemini", "status": "configured", "changed": True}
+    data = json.loads(settings.read_text())
+    assert data["model"] == {"name": "x"} and data["hooks"]["AfterAgent"][0]["hooks"] == [mine]
+    ours = data["hooks"]["Notification"][0]["hooks"][0]
+    assert ours["timeout"] == 10000  # Gemini's unit is ms
+    assert ours["command"].startswith(f"'{REPORTER}' hook-event --agent gemini --event Notification --payload-stdin")
+    assert " 2>/dev/null " in ours["command"]  # Gemini prints a hook's stderr into its transcript
+    assert sorted(data["hooks"]) == ["AfterAgent", "AfterTool", "BeforeAgent", "Notification", "SessionStart"]

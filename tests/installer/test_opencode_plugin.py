@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from signaltty.installer import api
+from signaltty.proto.envelope import SignalttyError
 from tests.conftest import wait_until
 
 NODE = shutil.which("node")
@@ -101,7 +102,7 @@ def test_plugin_silent_outside_a_pane_and_swallows_errors(tmp_path, recorder, sh
     assert run_plugin(plugin, shape, EVENTS, env) == {"plugins": 1}
     assert calls(log) == []
     missing = api.install("opencode", str(tmp_path / "nowhere" / "signaltty"), home=tmp_path / "h2", env={}).file
-    run_plugin(missing, shape, EVENTS + [None, {"type": 5}], {**env, "SIGNALTTY_PANE": "pane_x"})
+    run_plugin(missing, shape, EVENTS + [ASKED, None, {"type": 5}], {**env, "SIGNALTTY_PANE": "pane_x"})
 
 
 @pytest.mark.parametrize("shape", ["default", "named"])
@@ -136,3 +137,77 @@ def test_plugin_drives_a_real_pane(daemon, shape):
     run(1)
     p = wait_until(lambda: get()["lifecycle"] == "failed" and get())
     assert (p["attention"], p["last_message"]) == ("error", "rate limited")
+
+
+ASKED = {"type": "permission.asked", "properties": {
+    "id": "per_1", "sessionID": "ses_1", "permission": "bash", "patterns": ["touch perm_marker.txt"],
+    "metadata": {"command": "touch perm_marker.txt"}, "always": ["touch *"],
+    "tool": {"messageID": "msg_1", "callID": "call_1"}}}
+
+
+def _replied(request_id: str, reply: str) -> dict:
+    return {"type": "permission.replied", "properties": {"sessionID": "ses_1", "requestID": request_id, "reply": reply}}
+
+
+def test_plugin_permission_is_answered_through_opencodes_reply_api(daemon):
+    """Issue 11 item 6: ``permission.asked`` blocks the pane with a native decision (answered
+    from signaltty, the verdict goes through OpenCode's own reply API), and
+    ``permission.replied`` (answered in OpenCode's dialog) withdraws the request."""
+    reporter = str(Path(sys.executable).parent / "signaltty")
+    plugin = api.install("opencode", reporter, home=daemon.root / "oc-home", env={}).file
+    box = daemon.root / "oc-session"
+    box.mkdir()
+    host = [NODE, *detect_flag(), str(Path(__file__).parent / "node" / "load_session.mjs"), plugin, str(box)]
+    ws = daemon.call("workspace.create", {"name": "oc", "cwd": str(daemon.root)})["workspace"]
+    pane_id = daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": host, "agent_hint": "opencode"})["pane"]["id"]
+    get = lambda: daemon.call("pane.get", {"pane_id": pane_id})["pane"]
+    listed = lambda: daemon.call("permission.list", {"pane_id": pane_id})["permissions"]
+    posts = lambda: [json.loads(x) for x in (box / "posts.jsonl").read_text().splitlines()] \
+        if (box / "posts.jsonl").exists() else []
+    sent = [0]
+
+    def feed(events: object) -> None:
+        n = sent[0]
+        sent[0] += 1
+        tmp = box / f"tmp-{n}"
+        tmp.write_text(json.dumps(events))
+        tmp.rename(box / f"batch-{n}.json")
+        if events != "exit":
+            wait_until(lambda: (box / f"done-{n}").exists(), 30)
+
+    def state() -> tuple[str, str]:
+        p = get()
+        return p["lifecycle"], p["attention"]
+
+    feed([EVENTS[0], EVENTS[2]])
+    wait_until(lambda: state() == ("working", "none"), 15)
+    # a "busy" restated while the dialog is open does not withdraw the request
+    feed([ASKED, EVENTS[2]])
+    wait_until(lambda: state() == ("blocked", "permission_required") and listed(), 15)
+    (dec,) = listed()
+    assert (dec["tool_name"], dec["native"], dec["answerable"]) == ("bash", True, True)
+    assert dec["prompt"].startswith("Allow bash?") and "touch perm_marker.txt" in dec["prompt"]
+    assert get()["last_message"] == "bash: touch perm_marker.txt"
+    daemon.call("decision.answer", {"pane_id": pane_id, "decision_id": dec["decision_id"], "verdict": "allow"})
+    wait_until(lambda: posts(), 15)
+    assert posts() == [{"url": "/permission/per_1/reply", "body": {"reply": "once"}}]
+    feed([_replied("per_1", "once")])
+    assert state() == ("working", "none") and listed() == []
+
+    # answered in OpenCode's own dialog: the request is withdrawn, nothing is sent
+    feed([{**ASKED, "properties": {**ASKED["properties"], "id": "per_2"}}])
+    wait_until(lambda: state() == ("blocked", "permission_required") and listed(), 15)
+    feed([_replied("per_2", "reject")])
+    assert state() == ("working", "none") and listed() == []
+    with pytest.raises(SignalttyError) as exc:
+        daemon.call("decision.answer", {"pane_id": pane_id, "verdict": "deny"})
+    assert exc.value.code == "NO_SUCH_DECISION"
+
+    # a deny from signaltty is sent as "reject"
+    feed([{**ASKED, "properties": {**ASKED["properties"], "id": "per_3"}}])
+    wait_until(lambda: listed(), 15)
+    daemon.call("decision.answer", {"pane_id": pane_id, "verdict": "deny"})
+    wait_until(lambda: len(posts()) == 2, 15)
+    assert posts()[1] == {"url": "/permission/per_3/reply", "body": {"reply": "reject"}}
+    feed("exit")
+    wait_until(lambda: get()["live"]["state"] == "exited", 15)

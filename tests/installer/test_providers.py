@@ -147,7 +147,7 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def cli_env(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNALTTY_", "XDG_", "CLAUDE_", "CODEX_", "OPENCODE_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNALTTY_", "XDG_", "CLAUDE_", "CODEX_", "OPENCODE_", "PI_", "GEMINI_"))}
     env.update(HOME=str(tmp_path / "realhome"), XDG_CONFIG_HOME=str(tmp_path / "cfg"),
                CLAUDE_CONFIG_DIR=str(tmp_path / "ignored"), SIGNALTTY_AGENTS_DIR=str(tmp_path / "agents"),
                PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
@@ -175,14 +175,16 @@ def test_cli_install_status_uninstall(tmp_path, cli_env):
     r = cli("integration", "status", "--home", str(home), env=cli_env)
     assert r.returncode == 0
     out = r.stdout.splitlines()
-    assert out[:4] == [
+    assert out[:6] == [
         f"claude: installed ({home}/.claude/settings.json)",
         f"codex: installed ({home}/.codex/hooks.json)",
         f"opencode: installed ({tmp_path}/cfg/opencode/plugins/signaltty.js)",
         f"cursor: installed ({home}/.cursor/hooks.json)",
+        f"pi: installed ({home}/.pi/agent/extensions/signaltty.ts)",
+        f"gemini: installed ({home}/.gemini/settings.json)",
     ]
-    assert out[4].startswith("manifest bad: BROKEN: ") and out[4].endswith(f"({agents}/bad.toml)")
-    assert out[5] == f"manifest tern: kind=generic ({agents}/tern.toml)"
+    assert out[6].startswith("manifest bad: BROKEN: ") and out[6].endswith(f"({agents}/bad.toml)")
+    assert out[7] == f"manifest tern: kind=generic ({agents}/tern.toml)"
     js = json.loads(cli("integration", "status", "--json", "--home", str(home), env=cli_env).stdout)
     assert js["codex"] == {"installed": True, "file": f"{home}/.codex/hooks.json", "missing_events": [],
                            "trust": "provider_review", "feature_flag": "enabled"}

@@ -207,8 +207,9 @@ class Scenario:
                 self._keys(self.a.allow_keys)
         self._wait_settled("the end of the permission turn")
         st.facts["ran"] = marker.exists()  # the command (if any) ran before the model's last reply
-        if how == "deny" and st.facts["answer"][0] != 0 and self.a.deny_cancels_turn:
-            # the agent's own "no" cancelled the turn: judged like Esc (issue 11 item 1: done or idle)
+        if how == "deny" and self.a.deny_cancels_turn:
+            # the agent's own "no" (typed by the person or by signaltty) cancelled the turn:
+            # judged like Esc (issue 11 item 1: done or idle)
             st.obs["done"] = self.s.expect(["done", "idle"], ["none", "unread"], "the turn cancelled in the dialog")
         else:
             st.obs["done"] = self.s.expect("done", "unread", "the permission turn finished")

@@ -20,50 +20,12 @@ from tests.real_agents.scenario import HIDDEN_DIALOG_LIMIT_S, Scenario
 pytestmark = pytest.mark.realagents
 
 ALL = ("claude", "codex", "opencode", "pi", "gemini")
-NO_PI_GEMINI_INSTALLER = "issue 11 'Pi and Gemini have no installer today'"
 
 # (agent, checkpoint) → what fails today and why (observed with the pinned versions).
 KNOWN: dict[tuple[str, str], str] = {
-    ("codex", "hooks_review"): "issue 11 item 4: Codex 'Hooks need review' dialog reads unknown/none (authority screen)",
-    ("codex", "terminal_dialog"): "issue 11 item 3: Codex shows 'Working (Ns • esc to interrupt) · Running hook' "
-                                  "and no dialog while our PermissionRequest hook waits (120 s)",
-    ("codex", "terminal_allow"): "issue 11 item 3: no dialog to answer at the terminal (answered from signaltty "
-                                 "after 20 s so the scenario goes on)",
-    ("codex", "terminal_resolved"): "issue 11 item 3: no dialog to answer at the terminal",
-    ("claude", "terminal_resolved"): "issue 11 item 2: after 'Yes' in Claude's own dialog the command ran and the "
-                                     "turn ended, but the pane reads done/permission_required, permission list "
-                                     "still shows Bash, and answering deny afterwards reports success",
-    ("claude", "esc"): "issue 11 item 1: no hook on Esc; the prompt is back ('Interrupted · What should Claude do "
-                       "instead?') but the pane reads working/none (authority hook)",
-    ("codex", "esc"): "issue 11 item 1: Codex fires Interrupt, not installed; '■ Conversation interrupted' on "
-                      "screen, pane reads working/none (authority hook)",
-    ("claude", "reminder"): "issue 11 item 8: Claude's idle reminder (Notification idle_prompt) turns the idle, "
-                            "answered pane blocked/input_required",
-    ("opencode", "start"): "issue 11 item 9: OpenCode's idle prompt reads unknown/none",
-    ("opencode", "blocked"): "issue 11 item 6: OpenCode's permission dialog is invisible (working/none, no decision)",
-    ("opencode", "allow_signaltty"): "issue 11 item 6: no decision to answer (NO_SUCH_DECISION)",
-    ("opencode", "deny_signaltty"): "issue 11 item 6: no decision to answer (NO_SUCH_DECISION)",
-    ("pi", "start"): "issue 11 item 9: Pi's idle prompt reads unknown/none",
-    ("pi", "allow_signaltty"): f"{NO_PI_GEMINI_INSTALLER}: no decision to answer (NO_SUCH_DECISION)",
-    ("pi", "deny_signaltty"): f"{NO_PI_GEMINI_INSTALLER}: no decision to answer (NO_SUCH_DECISION)",
-    ("pi", "after_allow"): "issue 11 item 7: a turn that showed a dialog ends idle/none, not done/unread",
-    ("pi", "after_deny"): "issue 11 item 7: a turn that showed a dialog ends idle/none, not done/unread",
-    ("pi", "terminal_resolved"): "issue 11 item 7: a turn that showed a dialog ends idle/none, not done/unread",
-    ("gemini", "start"): "issue 11 item 9: Gemini's idle prompt reads unknown/none",
-    ("gemini", "blocked"): f"{NO_PI_GEMINI_INSTALLER}: its permission dialog reads blocked/input_required "
-                           "(screen rule), not permission_required",
-    ("gemini", "allow_signaltty"): f"{NO_PI_GEMINI_INSTALLER}: no decision to answer (NO_SUCH_DECISION)",
-    ("gemini", "deny_signaltty"): f"{NO_PI_GEMINI_INSTALLER}: no decision to answer (NO_SUCH_DECISION)",
 }
 # Failing only sometimes today, so not strict (a strict mark would make the run flaky).
-GEMINI_ITEM_7 = ("issue 11 item 7: after its dialog Gemini shows 'Thinking… (esc to cancel)' for a moment; when "
-                 "the screen sweep misses it the finished turn reads idle/none, not done/unread (about half the runs)")
 FLAKY: dict[tuple[str, str], str] = {
-    ("gemini", "after_allow"): GEMINI_ITEM_7,
-    ("gemini", "terminal_resolved"): GEMINI_ITEM_7,
-    ("codex", "start"): "issue 11 item 5: after the hook-trust dialog Codex sets a spinner title and an OSC 7501 "
-                        "idle report; about half the launches read done/unread (authority program_status) "
-                        "before any turn",
 }
 
 

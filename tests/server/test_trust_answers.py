@@ -98,7 +98,9 @@ def _start_loop(d: DaemonProc, target: str, *, then: str = "exec sleep 600") -> 
     script.write_text(LOOP)
     log = d.root / f"loop-{time.monotonic_ns()}.log"
     pidfile = Path(f"{log}.pid")
-    pane = _shell_pane(d, f"{sys.executable} {script} {log} {pidfile} {target}; {then}", "looper")
+    # started without SIGNALTTY_PANE (an ancestor's environment naming the pane is refused
+    # on its own): only its session gives it away
+    pane = _shell_pane(d, f"env -u SIGNALTTY_PANE {sys.executable} {script} {log} {pidfile} {target}; {then}", "looper")
     pid = int(wait_until(lambda: pidfile.exists() and pidfile.read_text(), 20))
     return pane, log, pid
 

@@ -84,7 +84,7 @@ def test_lines_and_screen_text_are_right_trimmed() -> None:
 
 
 def test_feed_is_lazy_until_drained_or_read() -> None:
-    screen = PyteScreen(20, 5)
+    screen = PyteScreen(20, 5, fast_forward=False)
     screen.feed(b"abc")
     screen.feed(bytearray(b"def"))
     assert screen.pending == 6
@@ -92,6 +92,25 @@ def test_feed_is_lazy_until_drained_or_read() -> None:
     assert screen.pending == 2
     assert screen.lines()[0] == "abcdef"  # reads apply the rest first
     assert screen.pending == 0
+    assert screen.drain(SCREEN_SLICE_BYTES) == 0
+    assert screen.drain(0) == 0
+
+
+def test_fast_forward_drains_to_zero_in_bounded_steps() -> None:
+    """With fast-forward a drained piece may be held back (to see whether it can be skipped)
+    and still count as pending; every call makes progress and the total reaches 0."""
+    screen = PyteScreen(20, 5)
+    screen.feed(b"abc")
+    screen.feed(bytearray(b"def"))
+    assert screen.pending == 6
+    assert screen.drain(4) == 4
+    assert screen.pending == 6  # 2 undecoded bytes, 4 chars held (nothing skipped yet)
+    steps = 0
+    while screen.pending:
+        assert screen.drain(4) > 0
+        steps += 1
+    assert steps <= 3
+    assert screen.peek_rows([0]) == ["abcdef"]
     assert screen.drain(SCREEN_SLICE_BYTES) == 0
     assert screen.drain(0) == 0
 
@@ -877,12 +896,28 @@ def test_random_slices_of_real_output_give_the_same_screen(seed: int) -> None:
 
 
 def test_drain_returns_bytes_applied_in_bounded_slices() -> None:
-    screen = PyteScreen(20, 5)
+    screen = PyteScreen(20, 5, fast_forward=False)
     screen.feed(b"x" * 40_000)
     applied = []
     while screen.pending:
         applied.append(screen.drain(SCREEN_SLICE_BYTES))
     assert applied == [16384, 16384, 7232]
+
+
+def test_fast_forward_drain_draws_in_bounded_slices() -> None:
+    """Output that cannot be skipped is still drawn at most one slice per call."""
+    screen = PyteScreen(20, 5)
+    screen.feed(b"x" * 40_000)
+    drawn_before = 0
+    calls = 0
+    while screen.pending:
+        assert 0 < screen.drain(SCREEN_SLICE_BYTES) <= SCREEN_SLICE_BYTES
+        drawn = screen.fast_forward_stats.get("drawn", 0)
+        assert drawn - drawn_before <= SCREEN_SLICE_BYTES
+        drawn_before = drawn
+        calls += 1
+    assert calls <= 6
+    assert screen.fast_forward_stats["drawn"] == 40_000
 
 
 # --- real captures ----------------------------------------------------------------------------

@@ -37,6 +37,7 @@ def run_hook(pane, agent: str, event: str, payload: dict[str, Any] | None = None
         answer_channel=adapter.answer_channel() is not None,
         native_route=native_route,
         notification_id="notif_1",
+        tool_name=(payload or {}).get("tool_name"),
         **extra,
     )
     return rules.on_hook(pane, hook, now=NOW)
@@ -95,18 +96,81 @@ def test_h4_permission_request_not_waiting():
     assert out.decision_id == dec.id
 
 
-def test_h5_h6_h7_blocked_decision_lifecycle():
+BASH = {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "ls"}}
+
+
+def cleared(out) -> list[tuple[str, str | None]]:
+    return [(e.event, e.payload.get("reason")) for e in out.effects if isinstance(e, Emit) and "cleared" in e.event]
+
+
+def test_h5_other_tool_ending_keeps_the_request():
     pane = make_pane("claude", "working")
-    run_hook(pane, "claude", "PermissionRequest", {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "ls"}})
-    out = run_hook(pane, "claude", "PostToolUse", {})  # H5
+    run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
+    out = run_hook(pane, "claude", "PostToolUse", {"session_id": "S1", "tool_name": "Read"})  # H5
     assert state(pane) == ("blocked", "permission_required") and names(out) == []
-    out = run_hook(pane, "claude", "Stop", {"last_assistant_message": "ok"})  # H6
-    assert state(pane) == ("done", "permission_required") and pane.pending_decision is not None
-    assert [n.title for n in notes(out)] == ["Claude turn complete"]
+    assert pane.pending_decision is not None
+
+
+def test_answered_in_dialog_resolves_on_post_tool_use():
+    """Issue 11 item 2: 'Yes' in Claude's own dialog while our hook still waits."""
+    pane = make_pane("claude", "working")
+    run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
+    dec = pane.pending_decision
+    out = run_hook(pane, "claude", "PostToolUse", {"session_id": "S1", "tool_name": "Bash"})
+    assert state(pane) == ("working", "none") and pane.pending_decision is None
+    assert rules.CancelRoute(dec.id, "moved_on") in out.effects
+    assert ("decision.cleared", "moved_on") in cleared(out) and ("attention.cleared", "hook") in cleared(out)
+    out = run_hook(pane, "claude", "Stop", {"last_assistant_message": "ok"})
+    assert state(pane) == ("done", "unread") and alerts(out) == ["turn_done"]
+
+
+def test_stop_while_waiting_for_verdict_keeps_needs_approval():
+    """Issue 11 item 11: a Stop while the decision is still answerable here never reads finished."""
+    pane = make_pane("claude", "working")
+    run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
+    out = run_hook(pane, "claude", "Stop", {"last_assistant_message": "ok"})
+    assert state(pane) == ("blocked", "permission_required") and pane.pending_decision is not None
+    assert alerts(out) == [] and notes(out) == [] and pane.last_message != "ok"
+
+
+def test_stop_after_native_wait_ended_resolves():
+    """Issue 11 item 2: the wait timed out (no decision left), the person answered in the
+    terminal; PostToolUse is a tool hook on a blocked pane, yet it ends the request."""
+    pane = make_pane("claude", "working")
+    run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
+    pane.pending_decision = None  # what the timed-out waiter leaves (server/hooks.py)
+    out = run_hook(pane, "claude", "PostToolUse", {"session_id": "S1", "tool_name": "Bash"})
+    assert state(pane) == ("working", "none") and ("attention.cleared", "hook") in cleared(out)
+    run_hook(pane, "claude", "Stop", {"last_assistant_message": "ok"})
+    assert state(pane) == ("done", "unread")
+
+
+def test_stop_with_unanswerable_decision_resolves():
+    """A decision restored from a snapshot is not answerable: a Stop of that session ends it."""
+    pane = make_pane("claude", "working")
+    run_hook(pane, "claude", "PermissionRequest", BASH)  # no live route: not answerable
+    out = run_hook(pane, "claude", "Stop", {"last_assistant_message": "ok"})
+    assert state(pane) == ("done", "unread") and pane.pending_decision is None
+    assert ("decision.cleared", "moved_on") in cleared(out) and alerts(out) == ["turn_done"]
+
+
+def test_h7_user_prompt_submit_resolves():
+    pane = make_pane("claude", "working")
+    run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
     out = run_hook(pane, "claude", "UserPromptSubmit", {})  # H7
     assert state(pane) == ("working", "none") and pane.pending_decision is None
-    evs = [(e.event, e.payload.get("reason")) for e in out.effects if isinstance(e, Emit)]
-    assert ("decision.cleared", "attention_cleared") in evs and ("attention.cleared", "hook") in evs
+    assert ("decision.cleared", "moved_on") in cleared(out) and ("attention.cleared", "hook") in cleared(out)
+
+
+def test_late_permission_notification_does_not_realert():
+    """Issue 11 item 11: Notification(permission_prompt) ~8 s after the request restates it."""
+    pane = make_pane("claude", "working")
+    first = run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
+    assert alerts(first) == ["permission"]
+    out = run_hook(pane, "claude", "Notification", {"session_id": "S1", "notification_type": "permission_prompt",
+                                                    "message": "Claude needs your permission to use Bash"})
+    assert alerts(out) == [] and notes(out) == [] and names(out) == []
+    assert state(pane) == ("blocked", "permission_required") and pane.pending_decision is not None
 
 
 def test_h8_permission_notification():
@@ -116,10 +180,14 @@ def test_h8_permission_notification():
     assert pane.last_message == "Claude needs your permission to use Bash"
 
 
-def test_h9_idle_prompt():
-    pane = make_pane("claude", "done", "unread")
+@pytest.mark.parametrize("before", [("done", "unread"), ("idle", "none"), ("done", "none")])
+def test_h9_idle_prompt_is_an_alert_only(before):
+    """Issue 11 item 8: the idle reminder never turns an idle pane blocked."""
+    pane = make_pane("claude", *before)
+    pane.last_message = "All tests pass."
     out = run_hook(pane, "claude", "Notification", {"notification_type": "idle_prompt", "message": "Claude is waiting for your input"})
-    assert state(pane) == ("blocked", "input_required") and alerts(out) == ["idle_prompt"]
+    assert out.accepted and state(pane) == before and alerts(out) == ["idle_prompt"]
+    assert notes(out) == [] and names(out) == [] and pane.last_message == "All tests pass."
 
 
 def test_h10_stop():
@@ -301,3 +369,16 @@ def test_resume_rule():
     assert state(pane) == ("unknown", "unread") and pane.lifecycle_source == "resume"
     assert pane.pending_decision is None
     assert ("decision.cleared", "moved_on") in [(e.event, e.payload.get("reason")) for e in effects if isinstance(e, Emit)]
+
+
+def test_restart_and_resume_then_next_hook_resolves():
+    """Issue 11 item 2: a daemon restart + resume leaves "needs approval" with no decision;
+    the resumed agent's first hook of the session withdraws it."""
+    pane = make_pane("claude", "working")
+    run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
+    rules.restore(pane, has_resume=True)
+    assert pane.pending_decision is not None and not pane.pending_decision.answerable
+    rules.on_resume(pane, "proc_2", now=NOW)
+    assert pane.pending_decision is None and pane.attention == Attention.PERMISSION_REQUIRED
+    out = run_hook(pane, "claude", "SessionStart", {"session_id": "S1", "source": "resume"})
+    assert state(pane) == ("idle", "none") and ("attention.cleared", "hook") in cleared(out)

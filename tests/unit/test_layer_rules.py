@@ -14,6 +14,7 @@ def pane(lifecycle: str = "unknown", attention: str = "none", marker: str | None
     p = Pane(id="pane_1", workspace_id="ws_1", argv=["claude"], cwd="/", launch_cwd="/", created_at=0.0,
              last_activity_at=0.0)
     p.agent.kind = "claude"
+    p.turn_input = True  # the tables describe a pane that was given a prompt
     p.lifecycle = Lifecycle(lifecycle)
     p.attention = Attention(attention)
     p.attention_marker = marker
@@ -38,6 +39,7 @@ def alerts(effects: list[rules.Effect]) -> list[str]:
         ("S2", ("working", "none", None), "idle", ("done", "unread"), ["turn_done"]),
         ("S3", ("working", "none", None), "blocked", ("blocked", "input_required"), ["input"]),
         ("S4", ("blocked", "input_required", "screen"), "working", ("working", "none"), []),
+        # S5 for a dialog not preceded by work in this turn (issue 11 item 7: see below)
         ("S5", ("blocked", "input_required", "screen"), "idle", ("idle", "none"), []),
         ("S6", ("idle", "none", None), "idle", ("idle", "none"), []),
         ("S8", ("working", "none", None), "hold", ("working", "none"), []),
@@ -51,6 +53,52 @@ def test_screen_table(row, before, state, after, alert) -> None:
     assert alerts(effects) == alert, row
     if state in ("working", "blocked", "idle") and p.lifecycle.value != before[0]:
         assert p.lifecycle_source == "screen"
+
+
+def test_s5_dialog_in_a_turn_seen_working_ends_the_turn_done_unread() -> None:
+    # issue 11 item 7: Pi/Gemini show a dialog mid-turn, and the end of the turn after it
+    # (the prompt back, the dialog gone) must read like any finished turn
+    p = pane("working")
+    L.on_screen_state(p, "blocked", now=1.0)
+    effects = L.on_screen_state(p, "idle", now=2.0)
+    assert (p.lifecycle, p.attention, p.attention_marker) == (Lifecycle.DONE, Attention.UNREAD, None)
+    assert alerts(effects) == ["turn_done"]
+    assert events(effects) == ["attention.cleared", "agent.done", "attention.created"]
+
+
+def test_s5_dialog_right_after_typed_input_ends_the_turn_done_unread() -> None:
+    # the sweep missed the short "working" between the prompt and the dialog (Pi): input
+    # given after the last state still puts the dialog inside a turn
+    p = pane("done", source="screen")
+    p.lifecycle_since = 5.0
+    p.turn_input = True
+    p.input_at = 6.0
+    L.on_screen_state(p, "blocked", now=7.0)
+    effects = L.on_screen_state(p, "idle", now=9.0)
+    assert (p.lifecycle, p.attention) == (Lifecycle.DONE, Attention.UNREAD)
+    assert alerts(effects) == ["turn_done"]
+    # the next dialog, with no input since that turn ended, is not inside a turn
+    L.on_screen_state(p, "blocked", now=10.0)
+    L.on_screen_state(p, "idle", now=11.0)
+    assert (p.lifecycle, p.attention) == (Lifecycle.IDLE, Attention.NONE)
+
+
+def test_s5_dialog_without_work_before_it_ends_idle_none() -> None:
+    p = pane("idle")
+    L.on_screen_state(p, "blocked", now=1.0)
+    effects = L.on_screen_state(p, "idle", now=2.0)
+    assert (p.lifecycle, p.attention) == (Lifecycle.IDLE, Attention.NONE)
+    assert alerts(effects) == []
+
+
+def test_s7_idle_prompt_makes_unknown_idle_but_the_fallback_does_not() -> None:
+    # issue 11 item 9: an agent's own idle prompt at start-up reads idle (pane submit works)
+    p = pane("unknown")
+    assert L.on_screen_state(p, "idle", now=1.0, fallback=True) == []
+    assert p.lifecycle == Lifecycle.UNKNOWN
+    effects = L.on_screen_state(p, "idle", now=2.0)
+    assert (p.lifecycle, p.attention, p.lifecycle_source) == (Lifecycle.IDLE, Attention.NONE, "screen")
+    assert events(effects) == ["agent.idle"] and alerts(effects) == []
 
 
 def test_s3_marker_screen_and_s4_withdrawal_reason() -> None:
@@ -190,3 +238,59 @@ def test_recover_keeps_hooked_and_sets_message() -> None:
     assert p.hooked and p.authority == Authority.HOOK
     assert p.last_message == "turn ended without a stop signal"
     assert alerts(effects) == ["turn_done"]
+
+
+# ---------------------------------------------------------------- issue 11 item 5
+
+@pytest.mark.parametrize("via", ["screen", "program_status"])
+def test_agent_without_input_never_reads_done(via) -> None:
+    """Start-up working (a spinner title, a redraw after a resize) then idle, before anyone
+    gave the agent input: idle/none, no alert; after input the same sequence is a turn."""
+    for given, after, alert in ((False, ("idle", "none"), []), (True, ("done", "unread"), ["turn_done"])):
+        p = pane("unknown")
+        p.agent.kind = "codex"
+        p.turn_input = given
+        if via == "screen":
+            L.on_screen_state(p, "working", now=1.0)
+            effects = L.on_screen_state(p, "idle", now=2.0)
+        else:
+            L.on_program_status(p, "working", None, None, now=1.0)
+            effects = L.on_program_status(p, "idle", None, None, now=2.0)
+        assert (p.lifecycle.value, p.attention.value) == after, given
+        assert alerts(effects) == alert
+
+
+def test_plain_program_status_without_input_still_reads_done() -> None:
+    """A program that is no agent (OSC 7501 from a build tool) runs by itself: done."""
+    p = pane("unknown")
+    p.agent.kind = "none"
+    p.turn_input = False
+    L.on_program_status(p, "working", None, None, now=1.0)
+    L.on_program_status(p, "idle", None, None, now=2.0)
+    assert (p.lifecycle.value, p.attention.value) == ("done", "unread")
+
+
+def test_recovery_after_a_hook_turn_reads_done_without_input() -> None:
+    """A hook said working (a launch prompt given in argv): recovery still finishes it."""
+    p = pane("working", source="hook")
+    p.turn_input = False
+    L.recover(p, now=5.0)
+    assert (p.lifecycle.value, p.attention.value) == ("done", "unread")
+
+
+def test_program_status_withdraws_what_the_screen_raised() -> None:
+    """Codex's "Hooks need review" dialog (screen: blocked/input_required), then its first
+    idle report: the dialog is over, idle/none (issue 11 item 4)."""
+    p = pane("unknown")
+    p.agent.kind = "codex"
+    L.on_screen_state(p, "blocked", now=1.0, message="choose 2")
+    assert (p.lifecycle.value, p.attention.value, p.last_message) == ("blocked", "input_required", "choose 2")
+    L.on_program_status(p, "idle", None, None, now=2.0)
+    assert (p.lifecycle.value, p.attention.value) == ("idle", "none")
+    # a blocked report keeps it; a requirement some other layer raised is not touched
+    q = pane("blocked", "input_required", "screen")
+    L.on_program_status(q, "blocked", None, None, now=2.0)
+    assert q.attention.value == "input_required"
+    r = pane("done", "unread")
+    L.on_program_status(r, "idle", None, None, now=2.0)
+    assert r.attention.value == "unread"

@@ -109,3 +109,26 @@ def test_table_fits_and_keeps_the_selection_visible(cols, rows):
     selected = [x for x in lines if x.startswith("> ")]
     assert len(selected) == 1 and "t-p73" in selected[0]
     assert not any("\x1b" in x or "\u202e" in x or "\n" in x for x in lines)
+
+
+@pytest.mark.parametrize(
+    ("restore", "live", "shown", "why"),
+    [
+        ("EXITED", {"state": "exited", "code": 3}, "exited 3", "has exited (code 3)"),
+        ("RESTORED", {"state": "exited", "code": None}, "restored", "was restored"),
+        ("RESUMABLE", {"state": "exited", "code": None}, "resumable", "signaltty pane resume pane_dead0"),
+    ],
+)
+def test_dead_panes_look_dead_and_do_not_age(restore, live, shown, why):
+    from signaltty.cli.top_view import why_not_attach
+
+    dead = _pane("pane_dead0001", lifecycle="done", restore_state=restore, live=live,
+                 lifecycle_since="2026-01-01T00:00:00Z", last_activity_at="2026-01-01T00:05:00Z")
+    alive = _pane("pane_live0001", restore_state="LIVE", live={"state": "live"})
+    st = TopState()
+    st.set_panes([dead, alive])
+    for now in (1.8e9, 1.8e9 + 7200):  # two hours later the dead pane's age is the same
+        row = next(x for x in _text(render(st, 100, 30, now)) if "t-pane_dead0001" in x)
+        assert shown in row and " 5m " in row and "done" not in row, row
+    assert why in why_not_attach(dead) and "cannot attach" in why_not_attach(dead)
+    assert why_not_attach(alive) is None

@@ -8,6 +8,9 @@ Facts from the real CLI (research/real-agents.md §3) that shape this table:
 * ``Notification`` with ``notification_type: "permission_prompt"`` arrives ~6 s after
   ``PermissionRequest`` while the dialog is still open; it classifies exactly like the
   request (blocked/permission_required), so it restates rather than changes the pane.
+* ``Notification`` with ``notification_type: "idle_prompt"`` is a reminder ~60 s after a
+  finished turn: an alert only (cause ``idle_prompt``, shown in mode ``all``), never
+  ``blocked`` (issue 11 item 8).
 * ``/clear`` fires ``SessionEnd`` then ``SessionStart`` with a new ``session_id``; the
   rules bump ``session_generation``.
 * ``MessageDisplay``, ``PostToolBatch`` and the other newer events are not in the table:
@@ -60,7 +63,9 @@ class ClaudeAdapter(Adapter):
                 if _is_permission(p):
                     attention, cause = Attention.PERMISSION_REQUIRED, "permission"
                 elif p.get("notification_type") == "idle_prompt":
-                    attention, cause = Attention.INPUT_REQUIRED, "idle_prompt"
+                    # a reminder ~60 s after a finished turn, not a question: an idle pane
+                    # stays as it is; the alert goes out in notification mode `all` only
+                    return Classification(cause="idle_prompt", notice=True)
                 else:
                     attention, cause = Attention.INPUT_REQUIRED, "input"
                 return Classification(

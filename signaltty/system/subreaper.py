@@ -1,0 +1,81 @@
+"""The daemon as a child subreaper, and reaping the orphans it adopts (Linux; blocking calls).
+
+Why: a pane process that leaves its pane by double-forking (``setsid -f``, a tmux server,
+``nohup … &`` in a subshell) would otherwise be re-parented to init and look like any
+process of the person's. With ``PR_SET_CHILD_SUBREAPER`` it is re-parented to the daemon,
+so the self-approval guard sees where it came from (``ancestry.caller_origin``,
+``daemon_pid``). Issue 10 follow-up, item 3.
+
+The cost: adopted orphans become the daemon's children and must be reaped. Pane children
+are reaped by their own watchers (``term.pty``: a pidfd per child and ``waitpid(pid)``),
+asyncio subprocesses by the loop, each for its own pid; nothing here may take their exit
+status. So only zombies that are (a) not a pane's process and (b) still unreaped at two
+scans ``ORPHAN_SCAN_S`` apart are reaped with ``waitpid(pid, WNOHANG)`` — an owner that
+waits for its child reaps it within the loop's next turn, long before that.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+from collections.abc import Container
+
+import psutil
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+ORPHAN_SCAN_S = 3.0
+
+
+def become_subreaper() -> bool:
+    """Mark this process a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER, 1)``).
+
+    Returns:
+        True when set; False off Linux or when the call failed (the guard then relies on
+        sessions and environments only). Raises nothing.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+class OrphanReaper:
+    """Reaps adopted orphans that exited, never a child some other code waits for."""
+
+    def __init__(self) -> None:
+        self._seen: set[int] = set()
+
+    def scan(self, keep: Container[int]) -> list[int]:
+        """One scan (call every ``ORPHAN_SCAN_S``; reads ``/proc``, run it off the loop).
+
+        Args:
+            keep: pids whose status belongs to someone else (every live pane's process).
+
+        Returns:
+            The pids reaped by this scan.
+        """
+        zombies: set[int] = set()
+        try:
+            for child in psutil.Process(os.getpid()).children():
+                try:
+                    if child.status() == psutil.STATUS_ZOMBIE and child.pid not in keep:
+                        zombies.add(child.pid)
+                except psutil.Error:
+                    continue
+        except psutil.Error:
+            return []
+        reaped = []
+        for pid in zombies & self._seen:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if done:
+                reaped.append(pid)
+        self._seen = zombies - set(reaped)
+        return reaped

@@ -1,0 +1,123 @@
+"""Cells and grids of the pyte model: the row dict, the width memo, glyph memo and row text.
+
+Layer rule: standard library, ``pyte`` and ``signaltty.core`` only; no I/O.
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Any, Final
+
+from pyte import charsets as cs
+from pyte.screens import Char, StaticDefaultDict, wcwidth
+
+# Code points kept in one cell (base + combining marks); pyte re-normalized an unbounded string
+# per mark, which is quadratic.
+_CELL_CODEPOINTS: Final = 8
+# Size bound of the per-screen memo tables (SGR transitions, glyphs, parameter tuples).
+_MEMO_LIMIT: Final = 4096
+
+_BLANK: Final = Char(" ")
+_ALIGNMENT: Final = Char("E")
+_DATA: Final = itemgetter(0)
+_LAT1: Final = cs.LAT1_MAP
+
+
+class _Grid(dict[int, StaticDefaultDict[int, Char]]):
+    """Rows by index (pyte's ``buffer``). An absent row is a row of ``fill`` cells, so a full
+    clear, a coloured clear or DECALN is O(1) instead of O(rows) or O(cells)."""
+
+    __slots__ = ("fill",)
+
+    def __init__(self, fill: Char = _BLANK) -> None:
+        super().__init__()
+        self.fill = fill
+
+    def __missing__(self, y: int) -> StaticDefaultDict[int, Char]:
+        row = self[y] = StaticDefaultDict[int, Char](self.fill)
+        return row
+
+    def text(self, y: int, columns: int) -> str:
+        """Row ``y`` rendered and right-trimmed (see ``_render_row``)."""
+        row = self.get(y)
+        if row is None:
+            return (self.fill.data * columns).rstrip(" ")
+        return _render_row(row, columns)
+
+
+class _Widths(dict[str, int]):
+    """Memo of ``wcwidth`` per code point (cells: -1 unprintable, 0 combining, 1, 2)."""
+
+    def __missing__(self, char: str) -> int:
+        if len(self) >= 65536:  # bounded: adversarial input cannot grow it without limit
+            self.clear()
+        width: int = wcwidth(char)
+        self[char] = width
+        return width
+
+
+_WIDTH: Final = _Widths()
+# Printable characters known to be one cell wide (grows as text is drawn): a run made only of
+# these takes the narrow path without a per-character loop in Python (spinner and status
+# lines mix ASCII with braille, box drawing, "…" and "·").
+_NARROW: Final[set[str]] = {chr(c) for c in range(0x20, 0x7F)}
+_NARROW_MAX: Final = 65536
+
+
+_PREFIXES: dict[int, list[int]] = {}
+
+
+def _prefix(n: int) -> list[int]:
+    """``list(range(n))``, memoized (n is at most the widest row seen)."""
+    keys = _PREFIXES.get(n)
+    if keys is None:
+        keys = _PREFIXES[n] = list(range(n))
+    return keys
+
+
+def _render_row(line: StaticDefaultDict[int, Char], columns: int) -> str:
+    """Render one row as text, right-trimmed of spaces.
+
+    Args:
+        line: the row's cells; absent cells are ``line.default``.
+        columns: screen width in cells; cells at or beyond it are ignored.
+
+    Returns:
+        The row text. Wide-character stubs (``""``) contribute nothing, so an orphan stub left
+        by overwriting the left half of a wide character is skipped instead of raising the
+        ``IndexError`` that pyte 0.8.2's ``display`` raises.
+    """
+    fill = line.default.data
+    if not line:
+        return (fill * columns).rstrip(" ")
+    n = len(line)
+    if fill == " " and n <= columns and list(line) == _prefix(n):
+        # Written left to right from column 0 (the usual case): the values are the row.
+        return "".join(map(_DATA, line.values())).rstrip(" ")
+    parts = [fill] * columns
+    for x, cell in line.items():
+        if 0 <= x < columns:
+            parts[x] = cell.data
+    return "".join(parts).rstrip(" ")
+
+
+def _count(value: Any, limit: int) -> int:
+    """A CSI count: 0 or missing means 1, and never more than ``limit`` (cells or rows)."""
+    return min(value, limit) if isinstance(value, int) and value > 0 else 1
+
+
+class _Glyphs(dict[str, Char]):
+    """Memo ``char -> Char`` for one attribute set, so drawing does not ``_replace`` per cell."""
+
+    __slots__ = ("attrs",)
+
+    def __init__(self, attrs: Char) -> None:
+        super().__init__()
+        self.attrs = attrs
+
+    def __missing__(self, char: str) -> Char:
+        if len(self) >= _MEMO_LIMIT:
+            self.clear()
+        glyph = self.attrs._replace(data=char)
+        self[char] = glyph
+        return glyph

@@ -1,0 +1,294 @@
+"""The lazy window: decoded output held back until a read, then mostly skipped.
+
+Layer rule: standard library, ``pyte`` and ``signaltty.core`` only; no I/O.
+Spec: agents.md §7.6; design and figures: docs/decisions.md, "Screen engine" (issue 12).
+
+Text moves through three stages on its way into the model (``HardenedScreen``):
+
+``lazy`` (held, not yet looked at) → ``committed`` (must be drawn, in order) → the model.
+
+A *resolve* looks at the lazy text and, where it can prove the result is the same, replaces
+drawing by a cheaper equivalent: the line printer (``history.advance``) for runs of simple
+lines, cuts at clears of the alternate screen (``fastforward.scan``). What is left is drawn by
+pyte: at once for a *final* resolve (a read needs the exact model), or queued as committed
+text for the sliced drain of a *partial* resolve (the window is full). Committed text counts as
+pending for the pump's backpressure. Held text counts as pending only while resolves skip
+nothing (``skipping`` is false: a repaint-only TUI, an agent redrawing in place, or a new pane
+before its output has shown it can be skipped): the drain then commits it and draws it in
+slices as without fast-forward, so a read or a cursor report never draws a window of it at
+once. While resolves do skip, held text is not pending and every read resolves it first
+(cheap: most of it is skipped); the window then stays at its full size, otherwise it shrinks
+to ``window // 8``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from typing import Final
+
+from signaltty.term.screen import fastforward, history
+from signaltty.term.screen.parser import TolerantStream
+from signaltty.term.screen.state import HardenedScreen
+
+# Chars held lazily before a partial resolve (about one PTY read of 64 KiB, twice).
+WINDOW: Final = 128 * 1024
+# A resolve that ends on the ground state never needs this much one-char feeding to get back.
+_RESYNC_MAX: Final = 4096
+# A partial resolve lets pyte draw the lines before a fold (the rest of the cursor's line, the
+# lines down to the bottom row) at once up to this size; more is committed to the sliced drain.
+_PRELUDE_MAX: Final = 16 * 1024
+
+
+class LazyFeed:
+    """Lazy and committed text of one screen, and the resolves between them.
+
+    Args:
+        screen, stream: the model and its parser (decoding happens before ``push``).
+        window: chars held lazily before a partial resolve; ``window // 4`` stay held after
+            one, for a later cut to skip.
+
+    Attributes:
+        stats: counters — ``skipped`` chars not drawn, ``drawn`` chars drawn by pyte,
+            ``lines`` lines folded by the line printer, ``cuts`` clears skipped to,
+            ``resolves``, and ``blocked:<reason>`` / ``fault`` for the times a skip was refused.
+    """
+
+    def __init__(
+        self, screen: HardenedScreen, stream: TolerantStream, window: int = WINDOW
+    ) -> None:
+        if window < 16:
+            raise ValueError(f"window must be at least 16 chars, got {window}")
+        self.screen = screen
+        self.stream = stream
+        self.window = window
+        self._limit = window
+        self._lazy: list[str] = []
+        self._lazy_len = 0
+        self._committed: deque[str] = deque()
+        self._committed_len = 0
+        self.stats: Counter[str] = Counter()
+        # Whether the last resolve skipped anything. While it did not, held text counts as
+        # pending: the pump drains it in slices instead of a read drawing it all at once.
+        self.skipping = False
+        self._stopped = False
+        self._at = 0
+        self._prelude_budget = _PRELUDE_MAX
+
+    # --- state ---------------------------------------------------------------------------------
+
+    @property
+    def committed(self) -> int:
+        """Chars that must be drawn before the lazy text (pending for the pump)."""
+        return self._committed_len
+
+    @property
+    def held(self) -> int:
+        """Chars held lazily."""
+        return self._lazy_len
+
+    def clear(self) -> None:
+        self._lazy.clear()
+        self._lazy_len = 0
+        self._committed.clear()
+        self._committed_len = 0
+
+    # --- input ---------------------------------------------------------------------------------
+
+    def push(self, text: str) -> None:
+        """Hold decoded text; a full window is resolved (partially) once nothing is committed."""
+        if text:
+            self._lazy.append(text)
+            self._lazy_len += len(text)
+            if self._lazy_len >= self._limit and not self._committed_len:
+                self.resolve(final=False)
+
+    def hold(self, text: str) -> None:
+        """Hold decoded text without resolving (a read resolves right after)."""
+        if text:
+            self._lazy.append(text)
+            self._lazy_len += len(text)
+
+    def draw_committed(self, limit: int) -> int:
+        """Draw at most ``limit`` committed chars, oldest first; returns how many were drawn."""
+        done = 0
+        committed = self._committed
+        while committed and done < limit:
+            piece = committed.popleft()
+            if len(piece) > limit - done:
+                committed.appendleft(piece[limit - done :])
+                piece = piece[: limit - done]
+            self._draw(piece)
+            done += len(piece)
+        self._committed_len -= done
+        return done
+
+    def materialize(self) -> None:
+        """Everything committed and held, drawn or skipped: the model is exact."""
+        while self._committed:
+            self.draw_committed(1 << 30)
+        if self._lazy_len:
+            self.resolve(final=True)
+
+    # --- resolving -----------------------------------------------------------------------------
+
+    def _draw(self, text: str) -> None:
+        self.stream.feed_text(text)
+        self.stats["drawn"] += len(text)
+
+    def _commit(self, text: str) -> None:
+        if text:
+            self._committed.append(text)
+            self._committed_len += len(text)
+
+    def resolve(self, *, final: bool) -> None:
+        """Skip what can be skipped in the lazy text; draw (final) or commit (partial) the rest.
+
+        A partial resolve lets pyte draw at once only what a plan needs and is short (the
+        rest of the cursor's line, the clear itself); anything longer is committed and the
+        resolve stops there, because the next plan depends on the model having drawn it.
+        """
+        assert not self._committed_len, "committed text goes first"
+        text = "".join(self._lazy)
+        self._lazy.clear()
+        self._lazy_len = 0
+        self.stats["resolves"] += 1
+        skipped_before = self.stats["skipped"]
+        self._stopped = False
+        self._at = 0
+        self._prelude_budget = _PRELUDE_MAX
+        try:
+            pos = self._run(text, final)
+        except Exception as exc:  # noqa: BLE001 - a fast-forward bug must not lose output
+            # Every plan checks before it changes the model; pyte draws on from where the
+            # failing step started. The fault counter makes such a bug visible (tests need 0).
+            self.stream._record_fault(exc)
+            self.stats["fault"] += 1
+            pos = self._at
+            self._stopped = False
+        rest = text[pos:]
+        if final:
+            self._draw(rest)
+            if self.stats["skipped"] > skipped_before:
+                self.skipping = True
+            return
+        # Held text stays bounded: a quarter of the window after a plain resolve (the rest is
+        # the candidate tail), the window itself after one that stopped to let pyte catch up.
+        keep = self._limit if self._stopped else self._limit // 4
+        if len(rest) > keep:
+            self._commit(rest[: len(rest) - keep])
+            rest = rest[len(rest) - keep :]
+        if rest:
+            self._lazy.append(rest)
+            self._lazy_len = len(rest)
+        self.skipping = self.stats["skipped"] > skipped_before
+        self._limit = self.window if self.skipping else max(16, self.window // 8)
+
+    def flush(self) -> int:
+        """Nothing committed or undecoded is left and the held text is not being skipped:
+        resolve it once more (it may have become skippable), then commit whatever is still
+        held, so that the sliced drain draws it. Returns the chars that moved on."""
+        held = self._lazy_len
+        if held and not self._committed_len:
+            self.resolve(final=False)
+            if not self.skipping and self._lazy_len:
+                self._commit("".join(self._lazy))
+                self._lazy.clear()
+                self._lazy_len = 0
+        return held - self._lazy_len
+
+    def _run(self, text: str, final: bool) -> int:
+        """The plans over ``text``; returns where the tail starts (drawn or held by the caller)."""
+        screen = self.screen
+        stream = self.stream
+        n = len(text)
+        pos = 0
+        while pos < n and not self._stopped:
+            self._at = pos
+            if not stream._taking_plain_text:
+                pos = self._resync(text, pos, final)
+            elif screen.alt_active:
+                pos, done = self._alt(text, pos, final)
+                if done:
+                    break
+            elif history.applicable(screen):
+                pos, done = self._lines(text, pos, final)
+                if done:
+                    break
+            else:
+                break
+        return pos
+
+    def _through(self, text: str, pos: int, upto: int, final: bool) -> int:
+        """pyte draws ``text[pos:upto]``: now when final, else it is committed and the resolve
+        stops (the next plan needs the model to stand at ``upto``)."""
+        if final:
+            self._draw(text[pos:upto])
+        else:
+            self._commit(text[pos:upto])
+            self._stopped = True
+        return upto
+
+    def _resync(self, text: str, pos: int, final: bool) -> int:
+        """A previous slice ended inside a sequence: one char at a time until ground."""
+        stream = self.stream
+        stop = min(len(text), pos + _RESYNC_MAX)
+        while pos < stop and not stream._taking_plain_text:
+            self._draw(text[pos])
+            pos += 1
+        if stream._taking_plain_text:
+            return pos
+        self.stats["blocked:resync"] += 1
+        return self._through(text, pos, len(text), final)
+
+    def _alt(self, text: str, pos: int, final: bool) -> tuple[int, bool]:
+        found = fastforward.scan(text, pos)
+        if found.cut is not None:
+            start, end = found.cut
+            if fastforward.apply_cut(self.screen, self.stream, text, pos, found):
+                self.stats["cuts"] += 1
+                self.stats["skipped"] += start - pos
+                self.stats["drawn"] += end - start
+            else:
+                self.stats["blocked:last-char"] += 1
+                self._through(text, pos, end, final)
+            pos = end
+            self._at = pos
+        if found.blocker is not None:
+            reason, _start, stop = found.blocker
+            self.stats[f"blocked:{reason}"] += 1
+            return self._through(text, pos, max(stop, pos + 1), final), False
+        return pos, True  # the rest holds no clear to skip to (yet)
+
+    def _lines(self, text: str, pos: int, final: bool) -> tuple[int, bool]:
+        found = history.plan(self.screen, text, pos)
+        if found.kind == "prelude":
+            if final or found.upto - pos <= self._prelude_budget:
+                self._prelude_budget -= found.upto - pos
+                self._draw(text[pos : found.upto])
+                return found.upto, False
+            return self._through(text, pos, found.upto, final), True
+        if found.kind == "fold":
+            history.fold(self.screen, self.stream, text, pos, found)
+            self.stats["lines"] += len(found.lines)
+            self.stats["skipped"] += found.upto - pos
+            pos = found.upto
+            self._at = pos
+        if found.simple_end >= len(text) or _unfinished(text, found.simple_end):
+            return pos, True  # simple to the end: the kept lines wait for more
+        # Something not simple: pyte draws the kept lines and on to where simple lines may
+        # start again (the next line, or the end of a switch of screens).
+        self.stats["blocked:not-simple"] += 1
+        return self._through(text, pos, _restart(text, found.simple_end), final), False
+
+
+def _unfinished(text: str, at: int) -> bool:
+    """True when ``text[at:]`` is only the start of a sequence or of a CR LF (more to come)."""
+    return text[at:] == "\r" or fastforward.UNFINISHED.match(text, at) is not None
+
+
+def _restart(text: str, at: int) -> int:
+    """After a non-simple element at ``at``: the end of the next screen switch or line."""
+    nl = text.find("\r\n", at)
+    upto = nl + 2 if nl >= 0 else len(text)
+    m = fastforward.SCREEN_SWITCH.search(text, at, upto)
+    return m.end() if m is not None else upto
