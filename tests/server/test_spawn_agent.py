@@ -334,7 +334,7 @@ def test_catalog_shape_order_and_installed_flags(agents_daemon):
     assert claude["integration"] == "hooks" and claude["homepage"].startswith("https://")
     assert rows["opencode"]["integration"] == "plugin" and rows["opencode"]["prompt_mode"] == "flag"
     assert not rows["opencode"]["can_bypass"]
-    assert rows["gemini"]["integration"] == "screen"
+    assert rows["gemini"]["integration"] == "hooks"  # settings.json hooks (issue 11)
     assert not rows["gemini"]["installed"]
     assert rows["gemini"]["command"] == "gemini" and rows["gemini"]["path"] is None
     assert rows["aider"]["installed"] and rows["aider"]["source"] == "user"
