@@ -20,6 +20,9 @@ import psutil
 from signaltty.agents.process_name import program_name
 
 MAX_HOPS = 64
+# caller_origin walks to init; a longer chain is refused rather than trusted (a person's
+# terminal is a few dozen processes deep at most)
+ORIGIN_MAX_HOPS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,8 +236,9 @@ def caller_origin(
 
     Returns:
         ``Origin``; ``inside`` for ancestry, session, environment (the caller's or any
-        ancestor's ``SIGNALTTY_PANE``), daemon, service, gone and reused. The walk stops
-        after ``MAX_HOPS`` processes. Raises nothing.
+        ancestor's ``SIGNALTTY_PANE``), daemon, service, gone, reused, and — failing
+        closed — ``deep`` (no root, daemon or person's terminal within ``ORIGIN_MAX_HOPS``
+        processes) and ``broken`` (an ancestor vanished during the walk). Raises nothing.
     """
     try:
         proc = psutil.Process(pid)
@@ -247,10 +251,11 @@ def caller_origin(
         return Origin(True, "reused")
     people = person_pids or {}
     chain: list[psutil.Process] = []
-    from_daemon = by_person = False
+    from_daemon = by_person = reached_root = False
     current = pid
-    for _ in range(MAX_HOPS):
+    for _ in range(ORIGIN_MAX_HOPS):
         if current <= 1:
+            reached_root = True
             break
         pane_id = live_children.get(current)
         if pane_id is not None:
@@ -266,7 +271,11 @@ def caller_origin(
             chain.append(step)
             current = step.ppid()
         except (psutil.Error, OSError):
-            break
+            break  # an ancestor vanished mid-walk: the chain is broken (decided below)
+    if not (reached_root or by_person or from_daemon):
+        # fail closed: a chain deeper than any terminal's, or one that broke under the walk,
+        # could hide the daemon or a pane above it (a 70-deep `sh` nest did)
+        return Origin(True, "deep" if len(chain) >= ORIGIN_MAX_HOPS else "broken")
     for step in chain:
         try:
             # every ancestor's, not only the caller's: a tmux server started in a pane

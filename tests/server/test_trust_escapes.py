@@ -74,3 +74,40 @@ def test_pane_exit_status_observed_with_adopted_orphans(daemon: DaemonProc) -> N
         assert daemon.call("pane.get", {"pane_id": pane_id})["pane"]["live"] == {"state": "exited", "code": code}
     # the orphans (exit 9) ended and were reaped: no zombie, nothing left running
     wait_until(lambda: not psutil.Process(daemon.proc.pid).children(recursive=True), 15)
+
+
+def test_a_chain_deeper_than_the_walk_is_refused(daemon: DaemonProc, tmp_root: Path) -> None:
+    """Second attack pass: 70 nested shells above the answering CLI once hid the daemon above
+    them (the walk stopped at 64 and said "outside"). A walk that reaches neither init nor
+    the daemon within its bound now fails closed."""
+    a, _ = _permission_agent(daemon, tmp_root)
+    nest = daemon.root / "nest.sh"
+    # nest.sh N SCRIPT: N nested `sh` processes (each waits for its child), then SCRIPT
+    nest.write_text('if [ "$1" -gt 0 ]; then sh "$0" $(($1 - 1)) "$2"; else sh "$2"; fi\n')
+    r = _escape_answer(daemon, a.id, f"setsid -f env -u SIGNALTTY_PANE sh {shlex.quote(str(nest))} 1100 {{cmd}}")
+    assert r["rc"] == 1 and REFUSAL in r["stderr"], r
+    assert [x["why"] for x in _refusals(daemon)] == ["deep"]
+    assert a.get()["attention"] == "permission_required"
+    # a shallower nest reaches the daemon: refused as its descendant
+    r = _escape_answer(daemon, a.id, f"setsid -f env -u SIGNALTTY_PANE sh {shlex.quote(str(nest))} 70 {{cmd}}")
+    assert r["rc"] == 1 and [x["why"] for x in _refusals(daemon)] == ["deep", "daemon"], r
+
+
+def test_an_escaped_reporter_cannot_write_another_panes_hooks(daemon: DaemonProc, tmp_root: Path) -> None:
+    """Second attack pass: `setsid -f env -u SIGNALTTY_PANE signaltty hook-event --pane X …`
+    from pane Y replaced X's decision with the attacker's text. An explicit --pane is obeyed
+    only from a process outside every pane."""
+    a, _ = _permission_agent(daemon, tmp_root)
+    before = a.get()["pending_decision"]
+    out = daemon.root / "inject"
+    script = Path(f"{out}.sh")
+    payload = json.dumps({"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "echo harmless"}})
+    script.write_text(
+        f"echo {shlex.quote(payload)} | signaltty hook-event --pane {a.id} --agent claude "
+        f"--event PermissionRequest --payload-stdin >{out}.out 2>{out}.err; echo $? >{out}.rc\n"
+    )
+    _shell_pane(daemon, f"setsid -f env -u SIGNALTTY_PANE sh {shlex.quote(str(script))}; exec sleep 60", "injector")
+    wait_until(lambda: Path(f"{out}.rc").exists() and Path(f"{out}.rc").read_text().strip(), 30)
+    assert "dropped" in Path(f"{out}.err").read_text(), Path(f"{out}.err").read_text()
+    after = a.get()["pending_decision"]
+    assert after["id"] == before["id"] and "harmless" not in json.dumps(after)
