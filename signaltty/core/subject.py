@@ -7,13 +7,26 @@ Shared by ``permission list`` (cli/render.py) and the permission notification's 
 from __future__ import annotations
 
 import json
-from typing import Final
+from typing import Any, Final
 
 from signaltty.core.sanitize import cut, for_terminal
 
 SUBJECT_MAX: Final = 120  # characters of the command or file shown
 # tool_input keys that name what a permission approves, most telling first
 SUBJECT_KEYS: Final = ("command", "cmd", "file_path", "notebook_path", "path", "url", "pattern", "query")
+
+
+def subject_value(data: dict[str, Any]) -> str:
+    """The uncut subject of a tool input: the first ``SUBJECT_KEYS`` value that is a
+    non-blank string (a list of strings is joined by spaces), else the compact JSON of
+    ``data`` (``""`` for an empty input)."""
+    for key in SUBJECT_KEYS:
+        v = data.get(key)
+        if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+            v = " ".join(v)
+        if isinstance(v, str) and v.strip():
+            return v
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")) if data else ""
 
 
 def _clean(value: object) -> str:
@@ -49,15 +62,7 @@ def permission_subject(prompt: str) -> str:
     except ValueError:
         data = None
     if isinstance(data, dict):
-        for key in SUBJECT_KEYS:
-            v = data.get(key)
-            if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
-                v = " ".join(v)
-            if isinstance(v, str) and v.strip():
-                value = v
-                break
-        else:
-            value = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if data else None
+        value = subject_value(data) or None
     elif rest.lstrip().startswith("{"):  # tool input cut at the prompt's 8 KiB: one line
         return cut(" ".join(_clean(rest).split()), SUBJECT_MAX)
     elif rest.strip():

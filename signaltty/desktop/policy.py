@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from signaltty.core.sanitize import sanitize_text
-from signaltty.core.subject import SUBJECT_KEYS, permission_subject
+from signaltty.core.subject import permission_subject, subject_value
 
 MODES: Final = ("quiet", "normal", "all")
 
@@ -437,14 +437,8 @@ def _shows_all(raw: str, question: str, native: bool, shown: str) -> bool:
         except ValueError:
             return False
         if isinstance(data, dict):
-            for key in SUBJECT_KEYS:
-                v = data.get(key)
-                if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
-                    v = " ".join(v)
-                if isinstance(v, str) and v.strip():
-                    full = v
-                    break
-        if full is None:
+            full = subject_value(data)
+        else:
             full = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if data else ""
     else:
         full = raw

@@ -206,10 +206,11 @@ class HookService:
             log.warning("hook.outside_pane", named=named.id)
             return None, chain, "outside_pane"
         # an explicit --pane from no pane: obeyed only from a process that is outside every
-        # pane by the guard's own measure (a `setsid -f` escape from pane Y must not write
-        # pane X's decisions or the text the person approves)
+        # pane by the guard's own measure, or traced to that same pane (its environment): a
+        # `setsid -f` escape from pane Y must not write pane X's decisions or the text the
+        # person approves
         origin = await self.origin(Caller(surface="hook", pid=reporter_pid))
-        if origin.inside:
+        if origin.inside and origin.pane_id != named.id:
             log.warning("hook.escaped_reporter", named=named.id, why=origin.why, caller_pane=origin.pane_id)
             return None, chain, "outside_pane"
         return named, None, None
