@@ -42,6 +42,9 @@ SCREEN_TIMEOUT_S = 45.0  # generous: the CLIs are heavy on a loaded 2-core machi
 POLL_S = 0.1
 
 
+# environment variables that make CLIs believe they run under CI (is-in-ci, ci-info)
+CI_VARS = ("CI", "CONTINUOUS_INTEGRATION", "BUILD_NUMBER", "RUN_ID", "GITHUB_ACTIONS", "GITLAB_CI")
+
 class DriveError(RuntimeError):
     """The agent did not reach a screen the scenario needs (not a signaltty verdict)."""
 
@@ -133,6 +136,10 @@ class Session:
     def start(self) -> None:
         env = self.agent.setup(self)
         self.daemon = DaemonProc(self.root, env)
+        # The agents run in panes the way a person starts them, not as CI jobs: Gemini CLI
+        # (and other Node CLIs using is-in-ci) turn non-interactive when they see these.
+        for var in CI_VARS:
+            self.daemon.env.pop(var, None)
         self.daemon.start()
         ws = self.call("workspace.create", {"name": self.agent.name, "cwd": str(self.work)})["workspace"]
         pane = self.call("pane.spawn", {"workspace_id": ws["id"], "argv": [self.binary, *self.agent.args],
