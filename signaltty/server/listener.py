@@ -436,6 +436,7 @@ class Listener:
         self.refused_full = 0
         self._refused_logged_at = float("-inf")
         self._origins: dict[int, tuple[bool, float]] = {}  # pid → (inside a pane, valid until)
+        self._deciding = 0  # accepted connections awaiting their origin walk
 
     def shed(self) -> None:
         """While the queues together exceed the cap, close the connection with the largest
@@ -476,22 +477,30 @@ class Listener:
             return
         why: str | None = None
         reserved = MAX_CONNECTIONS - OUTSIDE_RESERVE
-        # asked only near the limit, before the counts below (they may move during the walk)
-        from_pane = len(self.connections) >= reserved and await self._from_pane(sock)
-        if len(self.connections) >= MAX_CONNECTIONS or self.d.shutting_down:
+        # Counted with the accepts still deciding (awaiting the origin walk below), so the
+        # slots go in accept order: a later client never takes the place of an earlier one.
+        taken = len(self.connections) + self._deciding
+        if taken >= MAX_CONNECTIONS or self.d.shutting_down:
             idle_s = self.d.config.server.idle_timeout_s
             why = "the daemon is shutting down" if self.d.shutting_down else (
-                f"{len(self.connections)} open; connections idle for {idle_s:g} s are closed "
+                f"{taken} open; connections idle for {idle_s:g} s are closed "
                 "(subscribers, viewers and calls in flight are not), try again"
             )
-        elif from_pane and len(self.connections) >= reserved:
-            # the last OUTSIDE_RESERVE slots are kept for processes outside every pane (the
-            # person's CLI, top, status bars): pane processes cannot lock them out
-            why = (
-                f"{len(self.connections)} open; processes inside signaltty panes share "
-                f"{reserved} of the {MAX_CONNECTIONS} slots, the rest are "
-                "kept for processes outside panes"
-            )
+        elif taken >= reserved:
+            # asked only near the limit. The last OUTSIDE_RESERVE slots are kept for processes
+            # outside every pane (the person's CLI, top, status bars): pane processes cannot
+            # lock them out
+            self._deciding += 1
+            try:
+                from_pane = await self._from_pane(sock)
+            finally:
+                self._deciding -= 1
+            if from_pane:
+                why = (
+                    f"{taken} open; processes inside signaltty panes share "
+                    f"{reserved} of the {MAX_CONNECTIONS} slots, the rest are "
+                    "kept for processes outside panes"
+                )
         if why is not None:
             self.refused_full += 1
             now = time.monotonic()
