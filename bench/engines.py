@@ -32,7 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -47,22 +47,19 @@ PIECE = 2048
 REPO = Path(__file__).resolve().parents[1]
 
 
-class Engine:
+class Engine(Protocol):
     """One engine behind a tiny common surface: feed bytes, read rows and cursor."""
 
-    name = ""
+    name: str
 
-    def feed(self, data: bytes) -> None:
-        raise NotImplementedError
+    def feed(self, data: bytes) -> None: ...
 
-    def rows(self) -> list[str]:
-        raise NotImplementedError
+    def rows(self) -> list[str]: ...
 
-    def cursor(self) -> tuple[int, int]:
-        raise NotImplementedError
+    def cursor(self) -> tuple[int, int]: ...
 
 
-class Pyte(Engine):
+class Pyte:
     def __init__(self, cols: int, rows: int, fast_forward: bool) -> None:
         self.name = "pyte+ff" if fast_forward else "pyte"
         self.s = PyteScreen(cols, rows, fast_forward=fast_forward)
@@ -80,7 +77,7 @@ class Pyte(Engine):
         return self.s.cursor
 
 
-class Avt(Engine):
+class Avt:
     name = "pyavt"
 
     def __init__(self, cols: int, rows: int) -> None:
@@ -102,7 +99,7 @@ class Avt(Engine):
         return (c.row, c.col)
 
 
-class Ghostty(Engine):
+class Ghostty:
     name = "pyghostty"
 
     def __init__(self, cols: int, rows: int) -> None:
