@@ -69,6 +69,12 @@ class DaemonProc:
             cwd=str(self.root),
         )
 
+    def write_config(self, text: str) -> None:
+        """Write ``config.toml`` where the daemon reads it (``$XDG_CONFIG_HOME/signaltty``)."""
+        cfg = self.root / "config" / "signaltty"
+        cfg.mkdir(parents=True, exist_ok=True)
+        (cfg / "config.toml").write_text(text)
+
     def start(self, *extra: str) -> None:
         log = open(self.root / "daemon.stderr", "ab")
         self.proc = subprocess.Popen(
@@ -156,6 +162,25 @@ def daemon(tmp_root: Path) -> Iterator[DaemonProc]:
         d.stop()
         leftovers = d.kill_leftovers()
         assert not leftovers, f"daemon left children running: {leftovers}"
+
+
+@pytest.fixture
+def configured(tmp_root: Path) -> Iterator[Any]:
+    """``configured(text)`` starts a daemon with that ``config.toml``; all are stopped (and
+    checked for leftover children) at teardown."""
+    started: list[DaemonProc] = []
+
+    def start(config: str) -> DaemonProc:
+        d = DaemonProc(tmp_root)
+        d.write_config(config)
+        d.start()
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        d.stop()
+        assert not d.kill_leftovers()
 
 
 def wait_until(pred: Any, timeout: float = 10.0, interval: float = 0.05) -> Any:

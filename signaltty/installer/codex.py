@@ -122,9 +122,8 @@ def status(root: Path) -> dict[str, Any]:
     Raises:
         InstallError: unreadable or malformed files.
     """
-    file = safefile.resolve(hooks_file(root))
-    text, _ = safefile.read_text(file)
-    missing = merge.missing_events(jsonfile.load_object(text, file), EVENTS[AGENT], grouped=True)
+    file, data = jsonfile.read_object(hooks_file(root))
+    missing = merge.missing_events(data, EVENTS[AGENT], grouped=True)
     toml_target = safefile.resolve(config_file(root))
     toml_text, _ = safefile.read_text(toml_target)
     return {

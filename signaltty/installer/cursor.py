@@ -45,7 +45,6 @@ def status(root: Path) -> dict[str, Any]:
     Raises:
         InstallError: unreadable or malformed file.
     """
-    file = safefile.resolve(hooks_file(root))
-    text, _ = safefile.read_text(file)
-    missing = merge.missing_events(jsonfile.load_object(text, file), EVENTS[AGENT], grouped=False)
+    file, data = jsonfile.read_object(hooks_file(root))
+    missing = merge.missing_events(data, EVENTS[AGENT], grouped=False)
     return {"installed": not missing, "file": str(file), "missing_events": missing}

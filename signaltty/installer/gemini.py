@@ -61,9 +61,7 @@ def status(root: Path) -> dict[str, Any]:
     Raises:
         InstallError: unreadable or malformed file.
     """
-    file = safefile.resolve(settings_file(root))
-    text, _ = safefile.read_text(file)
-    data = jsonfile.load_object(text, file)
+    file, data = jsonfile.read_object(settings_file(root))
     missing = merge.missing_events(data, EVENTS[AGENT], grouped=True)
     hooks_config = data.get("hooksConfig")
     disabled = isinstance(hooks_config, dict) and hooks_config.get("enabled") is False

@@ -103,6 +103,17 @@ def _check_tree(root: Any) -> None:
                 stack.append((item, depth + 1))
 
 
+def read_object(path: Path) -> tuple[Path, dict[str, Any]]:
+    """``(the file the path resolves to, its parsed object)`` for ``status``; missing → ``{}``.
+
+    Raises:
+        InstallError: not a regular file, unreadable, or see :func:`load_object`.
+    """
+    file = safefile.resolve(path)
+    text, _ = safefile.read_text(file)
+    return file, load_object(text, file)
+
+
 def load_object(text: str | None, file: Path) -> dict[str, Any]:
     """Parse a provider JSON file; missing or blank → ``{}``. Numbers stay :class:`RawNumber`.
 

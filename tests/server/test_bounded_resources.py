@@ -16,7 +16,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,26 +27,6 @@ from signaltty.proto.client import Client
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server.config import load_config
 from tests.conftest import DaemonProc, wait_until
-
-
-@pytest.fixture
-def configured(tmp_root: Path) -> Iterator[Callable[[str], DaemonProc]]:
-    """Start a daemon with the given ``config.toml`` text."""
-    started: list[DaemonProc] = []
-
-    def start(config: str) -> DaemonProc:
-        cfg = tmp_root / "config" / "signaltty"
-        cfg.mkdir(parents=True, exist_ok=True)
-        (cfg / "config.toml").write_text(config)
-        d = DaemonProc(tmp_root)
-        d.start()
-        started.append(d)
-        return d
-
-    yield start
-    for d in started:
-        d.stop()
-        assert not d.kill_leftovers()
 
 
 def _spawn(d: DaemonProc, code: str, **extra: Any) -> dict[str, Any]:

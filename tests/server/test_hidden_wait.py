@@ -11,7 +11,7 @@ notification server (no session bus), so only a subscriber can answer elsewhere.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -25,22 +25,11 @@ REQUESTED_S = 30
 
 
 @pytest.fixture
-def hidden_daemon(tmp_root: Path) -> Iterator[Callable[[str], DaemonProc]]:
-    started: list[DaemonProc] = []
-
+def hidden_daemon(configured: Callable[[str], DaemonProc]) -> Callable[..., DaemonProc]:
     def start(config: str = f"[permissions]\nhidden_wait_s = {HIDDEN_S}\n") -> DaemonProc:
-        cfg = tmp_root / "config" / "signaltty"
-        cfg.mkdir(parents=True, exist_ok=True)
-        (cfg / "config.toml").write_text(config)
-        d = DaemonProc(tmp_root)
-        d.start()
-        started.append(d)
-        return d
+        return configured(config)
 
-    yield start
-    for d in started:
-        d.stop()
-        assert not d.kill_leftovers()
+    return start
 
 
 def _wait_s(d: DaemonProc, pane_id: str) -> float:

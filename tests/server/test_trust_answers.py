@@ -56,17 +56,11 @@ while True:
 """
 
 
-def _config(d: DaemonProc, text: str) -> None:
-    cfg = d.root / "config" / "signaltty"
-    cfg.mkdir(parents=True, exist_ok=True)
-    (cfg / "config.toml").write_text(text)
-
-
 @pytest.fixture
 def open_daemon(tmp_root: Path) -> Iterator[DaemonProc]:
     """A daemon with ``permissions.answer_from_panes = true``."""
     d = DaemonProc(tmp_root)
-    _config(d, "[permissions]\nanswer_from_panes = true\n")
+    d.write_config("[permissions]\nanswer_from_panes = true\n")
     d.start()
     try:
         yield d
@@ -265,7 +259,7 @@ def test_answer_from_panes_setting_allows_it(open_daemon, tmp_root):
 
 def test_bad_setting_is_a_config_error(tmp_root):
     d = DaemonProc(tmp_root)
-    _config(d, '[permissions]\nanswer_from_panes = "yes"\n')
+    d.write_config('[permissions]\nanswer_from_panes = "yes"\n')
     d.start()
     try:
         status = d.call("server.status")
@@ -307,7 +301,7 @@ def test_bare_id_on_two_panes_is_ambiguous(daemon):
     # the CLI names the panes and the command that picks one
     r = daemon.cli("permission", "answer", "d1", "allow")
     assert r.returncode == 1
-    assert f"decision d1 is pending on 2 panes" in r.stderr
+    assert "decision d1 is pending on 2 panes" in r.stderr
     assert f"signaltty permission answer d1 allow --pane {b.id}" in r.stderr
     r = daemon.cli("decision", "answer", "--decision", "d1", "--option", "no")
     assert r.returncode == 1 and a.id in r.stderr and b.id in r.stderr
