@@ -60,15 +60,14 @@ class OrphanReaper:
             The pids reaped by this scan.
         """
         zombies: set[int] = set()
-        try:
-            for child in psutil.Process(os.getpid()).children():
-                try:
-                    if child.status() == psutil.STATUS_ZOMBIE and child.pid not in keep:
-                        zombies.add(child.pid)
-                except psutil.Error:
-                    continue
-        except psutil.Error:
-            return []
+        for pid in _children():
+            if pid in keep:
+                continue
+            try:
+                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                    zombies.add(pid)
+            except psutil.Error:
+                continue
         reaped = []
         for pid in zombies & self._seen:
             try:
@@ -79,3 +78,22 @@ class OrphanReaper:
                 reaped.append(pid)
         self._seen = zombies - set(reaped)
         return reaped
+
+
+def _children() -> set[int]:
+    """This process's direct children. ``/proc/self/task/*/children`` costs one read per
+    thread (the scan runs every few seconds, whatever the number of processes on the
+    machine); where the kernel lacks it, psutil's walk of the whole process table."""
+    out: set[int] = set()
+    try:
+        tasks = os.listdir("/proc/self/task")
+        for tid in tasks:
+            with open(f"/proc/self/task/{tid}/children") as f:
+                out.update(int(x) for x in f.read().split())
+        return out
+    except (OSError, ValueError):
+        try:
+            return {c.pid for c in psutil.Process(os.getpid()).children()}
+        except psutil.Error:
+            return set()
+
