@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Self
 
 import psutil
@@ -78,7 +78,10 @@ def print_table(
     print(title, file=out)
     for n, row in enumerate(cells):
         print(
-            "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))),
+            "  ".join(
+                c.rjust(w) if i else c.ljust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=False))
+            ),
             file=out,
         )
         if n == 0:
@@ -148,12 +151,22 @@ class BenchDaemon:
     """A private ``signaltty daemon`` in a fresh temp dir under /tmp; always cleaned up.
 
     Use as a context manager. ``tmp`` is the temp dir (input files may go there too); it is
-    removed on exit together with every process the daemon started.
+    removed on exit together with every process the daemon started. ``config`` is written as
+    the daemon's ``config.toml``; ``setup(tmp)`` runs before the start (input files the
+    daemon reads at start) and returns extra environment variables for it.
     """
 
-    def __init__(self, prefix: str = "stb-", start_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        prefix: str = "stb-",
+        start_timeout: float = 30.0,
+        config: str | None = None,
+        setup: Callable[[str], dict[str, str]] | None = None,
+    ) -> None:
         self.prefix = prefix
         self.start_timeout = start_timeout
+        self.config = config
+        self.setup = setup
         self.tmp = ""
         self.sock = ""
         self.proc: subprocess.Popen[bytes] | None = None
@@ -186,6 +199,11 @@ class BenchDaemon:
         dirs = {name: self.path(name) for name in ("xdg-state", "xdg-config", "run", "home")}
         for d in dirs.values():
             os.makedirs(d, mode=0o700, exist_ok=True)
+        if self.config is not None:
+            os.makedirs(os.path.join(dirs["xdg-config"], "signaltty"), mode=0o700, exist_ok=True)
+            with open(os.path.join(dirs["xdg-config"], "signaltty", "config.toml"), "w") as fh:
+                fh.write(self.config)
+        extra = self.setup(self.tmp) if self.setup is not None else {}
         env = {
             k: v
             for k, v in os.environ.items()
@@ -202,6 +220,7 @@ class BenchDaemon:
             SIGNALTTY_SHELL_PATH="0",
             TERM=env.get("TERM") or "xterm-256color",
         )
+        env.update(extra)
         self.env = env
         self._out = open(self.path("daemon.out"), "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
@@ -299,7 +318,8 @@ class BenchDaemon:
                             child.kill()
                 if self.leftovers:
                     log(
-                        f"killed {len(self.leftovers)} processes left behind by the daemon: {self.leftovers[:5]}"
+                        f"killed {len(self.leftovers)} processes left behind by the daemon: "
+                        f"{self.leftovers[:5]}"
                     )
         finally:
             if getattr(self, "_out", None) is not None:

@@ -29,9 +29,10 @@ from jeepney.io.blocking import open_dbus_connection
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench._harness import percentile
-from tests.conftest import DaemonProc
-from tests.desktop.busfix import NotificationServer, PrivateBus
+# after the path set-up above: the test suite's bus and daemon helpers live in the repository
+from _harness import percentile  # noqa: E402
+from tests.conftest import DaemonProc  # noqa: E402
+from tests.desktop.busfix import NotificationServer, PrivateBus  # noqa: E402
 
 OBJ = DBusAddress(
     "/dev/signaltty/Signaltty",

@@ -38,7 +38,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _harness as h
 import flood
-
 from signaltty.term.screen import PyteScreen
 
 COLS, ROWS = flood.COLS, flood.ROWS
@@ -251,14 +250,16 @@ def main(argv: list[str] | None = None) -> int:
                 r["per_raw"] = h.ratio(r["mb_per_cpu_s"], entry["raw_mb_s"])
                 entry[name] = r
                 h.log(
-                    f"{kind}: {name} {r['mb_per_cpu_s']:.1f} MB per CPU s (x{h.fmt(r['per_tmux_cpu'])} tmux)"
+                    f"{kind}: {name} {r['mb_per_cpu_s']:.1f} MB per CPU s "
+                    f"(x{h.fmt(r['per_tmux_cpu'])} tmux)"
                 )
             report["kinds"][kind] = entry
     if args.agree:
-        native = {}
+        by_name: dict[str, Callable[[int, int], Engine]] = {"pyavt": Avt, "pyghostty": Ghostty}
+        native: dict[str, Callable[[int, int], Engine]] = {}
         for make in makers[2:]:
             eng = make()
-            native[eng.name] = {"pyavt": Avt, "pyghostty": Ghostty}[eng.name]
+            native[eng.name] = by_name[eng.name]
         ff: dict[str, Callable[[int, int], Engine]] = {"pyte+ff": lambda c, r: Pyte(c, r, True)}
         report["agreement"] = agreement({**ff, **native})
     report["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]

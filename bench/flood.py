@@ -45,7 +45,6 @@ import psutil
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _harness as h
-
 from signaltty.proto.client import Client
 
 COLS, ROWS = 120, 40
@@ -175,7 +174,8 @@ def generate(kind: str, path: str, size: int, seed: int) -> int:
                         # partial repaint: CUP to a few rows, rewrite them, erase to end of line
                         for r in sorted(rng.sample(range(1, ROWS), rng.randint(3, 12))):
                             out.append(f"{ESC}[{r};1H{rng.choice(rows)}{ESC}[K")
-                    status = f" {spinner[frame % len(spinner)]} working · frame {frame:08d} · {rng.choice(_WORDS)}"
+                    mark = spinner[frame % len(spinner)]
+                    status = f" {mark} working · frame {frame:08d} · {rng.choice(_WORDS)}"
                     out.append(f"{ESC}[{ROWS};1H{ESC}[7m{status.ljust(COLS - 1)}{ESC}[0m")
                     out.append(f"{ESC}[{ROWS - 2};3H{ESC}[?2026l")
                     batch.append("".join(out))
@@ -236,7 +236,18 @@ def tmux_run(path: str, tmp: str) -> dict[str, Any] | None:
     inner = f"cat '{path}'; '{tmux}' -S '{sock}' wait-for -S done"
     try:
         subprocess.run(
-            [*base, "new-session", "-d", "-s", "idle", "-x", str(COLS), "-y", str(ROWS), "sleep 100000"],
+            [
+                *base,
+                "new-session",
+                "-d",
+                "-s",
+                "idle",
+                "-x",
+                str(COLS),
+                "-y",
+                str(ROWS),
+                "sleep 100000",
+            ],
             env=env,
             check=True,
             timeout=60,
@@ -455,10 +466,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--kinds",
         default="a,b,c,d",
-        help="comma list of a (plain), b (SGR), c (TUI with clears), d (TUI repainting rows); default a,b,c,d",
+        help="comma list of a (plain), b (SGR), c (TUI with clears), d (TUI repainting rows); "
+        "default a,b,c,d",
     )
     ap.add_argument(
-        "--repeat", type=int, default=1, help="run raw, tmux and signaltty N times per kind (medians)"
+        "--repeat",
+        type=int,
+        default=1,
+        help="run raw, tmux and signaltty N times per kind (medians)",
     )
     ap.add_argument("--quick", action="store_true", help="20 MB inputs, one raw run: a quick check")
     ap.add_argument(
@@ -481,7 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--profile",
         metavar="DIR",
-        help="py-spy record the daemon during each flood into DIR/flood-<kind>.txt (collapsed stacks; or .svg with --profile-svg)",
+        help="py-spy record the daemon during each flood into DIR/flood-<kind>.txt "
+        "(collapsed stacks; or .svg with --profile-svg)",
     )
     ap.add_argument(
         "--profile-svg",
@@ -515,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
             t = time.perf_counter()
             nbytes = generate(kind, path, size, args.seed)
             h.log(
-                f"{kind} ({KINDS[kind]}): generated {nbytes / h.MB:.1f} MB in {time.perf_counter() - t:.1f} s"
+                f"{kind} ({KINDS[kind]}): generated {nbytes / h.MB:.1f} MB in "
+                f"{time.perf_counter() - t:.1f} s"
             )
             mb = nbytes / h.MB
             entry: dict[str, Any] = {"name": KINDS[kind], "file_mb": round(mb, 3)}
@@ -525,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
                 one: dict[str, Any] = {}
                 raws = [raw_pty_read(path) for _ in range(raw_runs)]
                 raw_wall = h.median([r["wall_s"] for r in raws])
+                assert raw_wall is not None, "--raw-runs must be at least 1"
                 one["raw"] = {
                     "wall_s": raw_wall,
                     "runs_s": [r["wall_s"] for r in raws],
@@ -538,7 +556,10 @@ def main(argv: list[str] | None = None) -> int:
                     if tm is not None:
                         tm["mb_s"] = mb / tm["wall_s"]
                         tm["mb_per_cpu_s"] = h.ratio(mb, tm["cpu_s"])
-                        h.log(f"{kind}#{rep + 1}: tmux {tm['mb_s']:.1f} MB/s, server {tm['cpu_s']:.2f} CPU s")
+                        h.log(
+                            f"{kind}#{rep + 1}: tmux {tm['mb_s']:.1f} MB/s, server "
+                            f"{tm['cpu_s']:.2f} CPU s"
+                        )
                     one["tmux"] = tm
 
                 h.log(f"{kind}#{rep + 1}: signaltty flood of {mb:.0f} MB ...")
@@ -564,10 +585,13 @@ def main(argv: list[str] | None = None) -> int:
                 one["ratio_cpu_tmux"] = h.ratio(st.get("mb_per_cpu_s"), tmux.get("mb_per_cpu_s"))
                 s = st["status"]
                 h.log(
-                    f"{kind}#{rep + 1}: signaltty {h.fmt(st.get('mb_s'))} MB/s (x{h.fmt(one['ratio_raw'], 3)} raw), "
-                    f"{h.fmt(st.get('mb_per_cpu_s'))} MB per CPU s (x{h.fmt(one['ratio_cpu_tmux'])} tmux), "
+                    f"{kind}#{rep + 1}: signaltty {h.fmt(st.get('mb_s'))} MB/s "
+                    f"(x{h.fmt(one['ratio_raw'], 3)} raw), "
+                    f"{h.fmt(st.get('mb_per_cpu_s'))} MB per CPU s "
+                    f"(x{h.fmt(one['ratio_cpu_tmux'])} tmux), "
                     f"screen {h.fmt(st['screen_s'])} s ok={st['screen_ok']}, status p50/p99/max "
-                    f"{h.fmt(s['p50_ms'], 1)}/{h.fmt(s['p99_ms'], 1)}/{h.fmt(s['max_ms'], 1)} ms over {s['calls']} calls"
+                    f"{h.fmt(s['p50_ms'], 1)}/{h.fmt(s['p99_ms'], 1)}/{h.fmt(s['max_ms'], 1)} ms "
+                    f"over {s['calls']} calls"
                 )
                 if not st["screen_ok"] or st.get("error") or s["errors"] or not st["daemon_alive"]:
                     failed = True
@@ -575,7 +599,9 @@ def main(argv: list[str] | None = None) -> int:
                 if not d.alive():
                     break
             # The run whose CPU ratio is the median stands for the kind; every run is kept.
-            ordered = sorted(reps, key=lambda r: r.get("ratio_cpu_tmux") or r.get("ratio_raw") or 0.0)
+            ordered = sorted(
+                reps, key=lambda r: r.get("ratio_cpu_tmux") or r.get("ratio_raw") or 0.0
+            )
             mid = ordered[len(ordered) // 2]
             entry.update(mid)
             entry["runs"] = reps
@@ -621,7 +647,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
         )
     h.print_table(
-        f"flood: {size_mb:g} MB per kind, {report['machine']['cpus']} cpus, {report['machine']['date']}",
+        f"flood: {size_mb:g} MB per kind, {report['machine']['cpus']} cpus, "
+        f"{report['machine']['date']}",
         [
             "kind",
             "MB",

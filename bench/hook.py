@@ -27,13 +27,24 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import BenchDaemon, dump_json, fmt, log, median, percentile, print_table, ratio  # noqa: E402
 
 
+def _ms(seconds: float | None) -> float | None:
+    """Seconds to milliseconds; None (no runs) stays None."""
+    return None if seconds is None else seconds * 1e3
+
+
 def time_runs(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
     """Wall seconds of ``runs`` sequential runs of ``cmd`` (each must exit 0)."""
     out: list[float] = []
     for i in range(runs):
         argv = [a.replace("{EVENT}", "Stop" if i % 2 else "UserPromptSubmit") for a in cmd]
         t0 = time.perf_counter()
-        r = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        r = subprocess.run(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         out.append(time.perf_counter() - t0)
         if r.returncode != 0:
             raise RuntimeError(f"{argv} exited {r.returncode}: {r.stderr.decode()[-300:]}")
@@ -52,7 +63,8 @@ def server_latency(d: BenchDaemon, pane_id: str, runs: int) -> list[float]:
         req.send("hook-event", {"agent": "claude", "event": event, "pane_id": pane_id})
         ev = sub.next_event(timeout=10)
         out.append(time.perf_counter() - t0)
-        assert ev is not None and ev["event"].startswith("agent."), ev
+        assert ev is not None
+        assert ev["event"].startswith("agent."), ev
         req.read_message(timeout=10)
     sub.close()
     req.close()
@@ -74,8 +86,16 @@ def main() -> int:
         if script:
             cases.append(("signaltty hook-event (console script)", [script, *hook_args]))
         repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        entry = f"import sys; sys.path.insert(0, {repo!r}); from signaltty.cli.entry import main; sys.exit(main(sys.argv[1:]))"
-        cases.append(("python -I -S (entry) hook-event", [sys.executable, "-I", "-S", "-c", entry, *hook_args]))
+        entry = (
+            f"import sys; sys.path.insert(0, {repo!r}); "
+            "from signaltty.cli.entry import main; sys.exit(main(sys.argv[1:]))"
+        )
+        cases.append(
+            (
+                "python -I -S (entry) hook-event",
+                [sys.executable, "-I", "-S", "-c", entry, *hook_args],
+            )
+        )
         env_run = env
         results: dict[str, list[float]] = {}
         for name, cmd in cases:
@@ -85,17 +105,33 @@ def main() -> int:
         lat = server_latency(d, pane["id"], args.runs)
     base = median(results[cases[0][0]])
     rows = []
-    data: dict[str, object] = {"runs": args.runs, "cases": {}}
+    per_case: dict[str, dict[str, float | None]] = {}
+    data: dict[str, object] = {"runs": args.runs, "cases": per_case}
     for name, values in results.items():
         med, p95 = median(values), percentile(values, 95)
-        rows.append([name, fmt(med * 1e3), fmt(p95 * 1e3), fmt(ratio(med, base))])
-        data["cases"][name] = {"median_ms": med * 1e3, "p95_ms": p95 * 1e3, "ratio_to_baseline": ratio(med, base)}  # type: ignore[index]
-    rows.append(["server: request → agent.* event", fmt(median(lat) * 1e3), fmt(percentile(lat, 95) * 1e3), "-"])
-    data["server_latency"] = {"median_ms": median(lat) * 1e3, "p95_ms": percentile(lat, 95) * 1e3}
+        rows.append([name, fmt(_ms(med)), fmt(_ms(p95)), fmt(ratio(med, base))])
+        per_case[name] = {
+            "median_ms": _ms(med),
+            "p95_ms": _ms(p95),
+            "ratio_to_baseline": ratio(med, base),
+        }
+    rows.append(
+        [
+            "server: request → agent.* event",
+            fmt(_ms(median(lat))),
+            fmt(_ms(percentile(lat, 95))),
+            "-",
+        ]
+    )
+    data["server_latency"] = {"median_ms": _ms(median(lat)), "p95_ms": _ms(percentile(lat, 95))}
     if args.json:
         dump_json(data)
     else:
-        print_table(f"hook-event cost ({args.runs} runs each)", ["case", "median ms", "p95 ms", "× baseline"], rows)
+        print_table(
+            f"hook-event cost ({args.runs} runs each)",
+            ["case", "median ms", "p95 ms", "× baseline"],
+            rows,
+        )
     return 0
 
 

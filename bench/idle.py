@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     with h.terminate_on_signals(), h.BenchDaemon(prefix="sti-") as d:
         h.log(
-            f"daemon pid {d.proc.pid if d.proc else '?'}; settling {settle:g} s, then {seconds:g} s with 0 panes"
+            f"daemon pid {d.proc.pid if d.proc else '?'}; settling {settle:g} s, then {seconds:g} "
+            "s with 0 panes"
         )
         time.sleep(settle)
         report["baseline"] = base = measure(d, seconds)
@@ -130,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         sp = spawn_panes(d, panes, ready_timeout=max(60.0, panes * 0.5))
         report["spawn"] = {k: v for k, v in sp.items() if k != "pane_ids"}
         h.log(
-            f"{panes} panes spawned in {sp['spawn_s']:.1f} s, prompts after {sp['ready_s']:.1f} s; settling {settle:g} s, then {seconds:g} s"
+            f"{panes} panes spawned in {sp['spawn_s']:.1f} s, prompts after {sp['ready_s']:.1f} "
+            f"s; settling {settle:g} s, then {seconds:g} s"
         )
         if sp["not_ready"]:
             h.log(f"WARNING: {sp['not_ready']} panes showed no prompt")
@@ -187,14 +189,17 @@ def main(argv: list[str] | None = None) -> int:
         ["ratio", h.fmt(r["cpu"]), h.fmt(r["cpu"]), h.fmt(r["rss"]), h.fmt(r["wakeups"]), "", ""],
     ]
     h.print_table(
-        f"idle: {seconds:g} s windows, {report['machine']['cpus']} cpus, {report['machine']['date']}",
+        f"idle: {seconds:g} s windows, {report['machine']['cpus']} cpus, "
+        f"{report['machine']['date']}",
         ["daemon", "cpu s", "cpu %", "RSS MB", "wakeups/s", "fds", "threads"],
         rows,
         out,
     )
     print(
-        f"per pane: {h.fmt(report['per_pane']['rss_kb'], 1)} kB RSS, {h.fmt(report['per_pane']['cpu_pct'], 4)} % cpu; "
-        f"spawn {sp['spawn_s']:.1f} s, prompts after {sp['ready_s']:.1f} s, close {report['close_s']:.1f} s\n",
+        f"per pane: {h.fmt(report['per_pane']['rss_kb'], 1)} kB RSS, "
+        f"{h.fmt(report['per_pane']['cpu_pct'], 4)} % cpu; "
+        f"spawn {sp['spawn_s']:.1f} s, prompts after {sp['ready_s']:.1f} s, close "
+        f"{report['close_s']:.1f} s\n",
         file=out,
     )
     if args.json:

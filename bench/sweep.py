@@ -42,8 +42,9 @@ runs off the loop) is the cross-check.
 ``--profile FILE`` records the daemon with ``py-spy`` (if installed; ``--gil --nonblocking``:
 only the thread that holds the GIL is sampled, so the samples follow CPU use, not waits) for
 one more window after C (collapsed stacks in FILE) and prints where the samples fall (feeding
-the screens, the sweep and its rule evaluation, the snapshot, the refresh, …). Run ``python bench/sweep.py --quick`` for a check (50 + 50 panes,
-10 s windows), ``--json`` for machine-readable output (the table then goes to stderr).
+the screens, the sweep and its rule evaluation, the snapshot, the refresh, …). Run
+``python bench/sweep.py --quick`` for a check (50 + 50 panes, 10 s windows), ``--json`` for
+machine-readable output (the table then goes to stderr).
 """
 
 from __future__ import annotations
@@ -61,9 +62,9 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _harness as h
 import psutil
 
+import _harness as h
 from signaltty.server.refresh import scan
 
 BASH_IDLE = ["bash", "--norc", "--noprofile", "-i"]
@@ -87,7 +88,8 @@ printf '%s\r\n' \
   '  ▘▘ ▝▝    /tmp/project' '' \
   '❯ run the test suite and fix what fails' '' \
   '● Running the tests, then reading the failures.' ''
-printf '\e[11;1H  ⎿  Tip: Start with small features or bug fixes\r\n\r\n%s\r\n❯ \r\n%s\r\n' "$rule" "$rule"
+printf '\e[11;1H  ⎿  Tip: Start with small features or bug fixes\r\n\r\n'
+printf '%s\r\n❯ \r\n%s\r\n' "$rule" "$rule"
 printf '  esc to interrupt · ← for agents'
 i=0; next=${EPOCHREALTIME//[!0-9]/}
 while :; do
@@ -335,7 +337,14 @@ _BUCKETS = (
     ),
     ("PTY read + OSC scan", ("_read_once", "_on_readable")),
     ("event loop (uvloop, native)", ("Runner.run (asyncio/runners.py",)),
-    ("requests", ("signaltty/server/router.py", "signaltty/server/listener.py")),
+    (
+        "requests",
+        (
+            "signaltty/server/router.py",
+            "signaltty/server/handlers/",
+            "signaltty/server/listener.py",
+        ),
+    ),
 )
 
 # Parts of the sweep's samples.
@@ -498,7 +507,8 @@ def main(argv: list[str] | None = None) -> int:
         with d.client() as c:
             ws_id = c.call("workspace.create", {"name": "sweep", "cwd": d.tmp})["workspace"]["id"]
         h.log(
-            f"daemon pid {status.get('pid')}; settling {settle:g} s, then A: {seconds:g} s with 0 panes"
+            f"daemon pid {status.get('pid')}; settling {settle:g} s, then A: {seconds:g} s with 0 "
+            "panes"
         )
         time.sleep(settle)
         report["A"] = a = measure(d, seconds, [])
@@ -507,7 +517,8 @@ def main(argv: list[str] | None = None) -> int:
         idle_ids, t = spawn(d, ws_id, BASH_IDLE, n_idle, size, hint)
         bad = wait_screens(d, idle_ids, lambda s: "$" in s or "#" in s, max(60.0, n_idle * 0.5))
         h.log(
-            f"B: {n_idle} idle panes spawned in {t:.1f} s ({bad} without prompt); settling, then {seconds:g} s"
+            f"B: {n_idle} idle panes spawned in {t:.1f} s ({bad} without prompt); settling, then "
+            f"{seconds:g} s"
         )
         failed |= bad > 0
         report["B_sweep_quiet_after_s"] = quiet = wait_sweep_quiet(d, 2.0, 60.0)
@@ -523,20 +534,23 @@ def main(argv: list[str] | None = None) -> int:
         busy_ids, t = spawn(d, ws_id, spinner, n_busy, size, hint)
         bad = wait_screens(d, busy_ids, lambda s: "tokens)" in s, max(60.0, n_busy * 0.5))
         h.log(
-            f"C: {n_busy} spinner panes spawned in {t:.1f} s ({bad} not drawing); settling, then {seconds:g} s"
+            f"C: {n_busy} spinner panes spawned in {t:.1f} s ({bad} not drawing); settling, then "
+            f"{seconds:g} s"
         )
         failed |= bad > 0
         time.sleep(settle)
         report["C"] = c_ = measure(d, seconds, busy_ids)
         h.log(
             f"C busy: cpu {c_['cpu_pct']:.2f} %, sweep {c_['sweep_pct']:.2f} %, "
-            f"tick {h.fmt(c_['tick_mean_ms'])} ms, {h.fmt(c_['evaluations_per_tick'], 1)} evals/tick, "
+            f"tick {h.fmt(c_['tick_mean_ms'])} ms, {h.fmt(c_['evaluations_per_tick'], 1)} "
+            "evals/tick, "
             f"spinners {h.fmt(c_['spinner_fps'], 2)} fps"
         )
         report["C_ticks"] = sample_ticks(d, tick_s)
         report["scan"] = time_scan(d, args.scan_runs)
         h.log(
-            f"refresh.scan of {report['scan']['roots']} panes: {h.fmt(report['scan']['cpu_ms_median'], 1)} ms CPU"
+            f"refresh.scan of {report['scan']['roots']} panes: "
+            f"{h.fmt(report['scan']['cpu_ms_median'], 1)} ms CPU"
         )
         if args.profile:
             h.log(f"profiling the busy daemon for {seconds:g} s with py-spy")
@@ -588,7 +602,8 @@ def main(argv: list[str] | None = None) -> int:
 
     h.print_table(
         f"sweep: {n_busy} spinner + {n_idle} idle panes ({size[0]}x{size[1]}, hint {hint}), "
-        f"{seconds:g} s windows, {report['machine']['cpus']} cpus, load {report['machine']['load_avg_at_start']}, "
+        f"{seconds:g} s windows, {report['machine']['cpus']} cpus, load "
+        f"{report['machine']['load_avg_at_start']}, "
         f"{report['machine']['date']}",
         [
             "phase",

@@ -1,3 +1,5 @@
-"""signaltty: a user-level daemon that owns PTYs of AI coding agents (no imports here: fast path)."""
+"""signaltty: a user-level daemon that owns the PTYs of AI coding agents.
+
+No imports here: the hook fast path loads this package too."""
 
 __version__ = "0.1.0"

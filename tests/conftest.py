@@ -21,6 +21,9 @@ import psutil
 import pytest
 
 from signaltty.proto.client import Client
+from tests.waiting import holds_for, wait_until
+
+__all__ = ["REPO", "DaemonProc", "holds_for", "wait_until"]  # the helpers tests import from here
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -75,16 +78,19 @@ class DaemonProc:
         cfg.mkdir(parents=True, exist_ok=True)
         (cfg / "config.toml").write_text(text)
 
-    def start(self, *extra: str) -> None:
-        log = open(self.root / "daemon.stderr", "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "signaltty", "daemon", "--state-dir", str(self.state_dir), *extra],
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            cwd=str(self.root),
-        )
+    def start(self, *extra: str, prefix: tuple[str, ...] = ()) -> None:
+        """Start the daemon; ``prefix``: a command it runs under (one dropping a capability)."""
+        argv = [sys.executable, "-m", "signaltty", "daemon", "--state-dir", str(self.state_dir)]
+        # the child keeps its own copy of the descriptor; ours can close once it is spawned
+        with open(self.root / "daemon.stderr", "ab") as log:
+            self.proc = subprocess.Popen(
+                [*prefix, *argv, *extra],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=str(self.root),
+            )
         deadline = time.monotonic() + 30  # generous: CI machines are shared and loaded
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -181,15 +187,3 @@ def configured(tmp_root: Path) -> Iterator[Any]:
     for d in started:
         d.stop()
         assert not d.kill_leftovers()
-
-
-def wait_until(pred: Any, timeout: float = 10.0, interval: float = 0.05) -> Any:
-    """Poll ``pred`` until it returns a truthy value; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(interval)

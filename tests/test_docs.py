@@ -47,7 +47,8 @@ def _table_after(text: str, heading: str) -> list[list[str]]:
             rows.append([c.strip() for c in line.strip().strip("|").split(" | ")])
         elif rows:
             break
-    assert len(rows) >= 2 and set("".join(rows[1])) <= set("-:| "), f"no table: {heading!r}"
+    assert len(rows) >= 2, f"no table: {heading!r}"
+    assert set("".join(rows[1])) <= set("-:| "), f"no table: {heading!r}"
     return rows[2:]
 
 
@@ -63,7 +64,8 @@ def _code(cell: str) -> str:
 def _sections() -> Iterator[tuple[str, type[BaseModel]]]:
     for name, field in C.Config.model_fields.items():
         model = field.annotation
-        assert isinstance(model, type) and issubclass(model, BaseModel)
+        assert isinstance(model, type)
+        assert issubclass(model, BaseModel)
         yield name, model
 
 
@@ -94,7 +96,8 @@ def test_every_config_key_is_documented_with_its_default_and_bounds():
                 value = tomllib.loads(f"v = {_code(default)}")["v"]
                 # (True == 1 in Python: a boolean must be documented as one)
                 same_kind = isinstance(value, bool) == isinstance(field.default, bool)
-                assert value == field.default and same_kind, (where, value, field.default)
+                assert value == field.default, (where, value, field.default)
+                assert same_kind, (where, value, field.default)
             for bound in _bounds(field):
                 assert f"{bound:g}" in kind, (where, bound, kind)
             if typing.get_origin(field.annotation) is typing.Literal:
@@ -179,7 +182,7 @@ def test_the_scanner_sees_a_missing_file():
 
 
 @pytest.fixture(scope="module")
-def introspected() -> Iterator[tuple[ET.Element, dict]]:
+def introspected() -> tuple[ET.Element, dict]:
     """``(interface element, Status reply)`` of a real daemon on a private bus."""
     if not have_dbus():
         if os.environ.get("CI"):
@@ -206,7 +209,7 @@ def introspected() -> Iterator[tuple[ET.Element, dict]]:
             bus.stop()
     interfaces = ET.fromstring(xml).findall("interface")
     (iface,) = [i for i in interfaces if i.get("name") == "dev.signaltty.Signaltty1"]
-    yield iface, status
+    return iface, status
 
 
 def _args(cell: str) -> list[tuple[str, str]]:
@@ -292,3 +295,22 @@ def test_urgency_and_expiry_in_the_docs_match_the_policy():
             assert c.urgency == urgency, cause
             assert (expires == "never") == (not c.expires), cause
     assert seen == set(policy.CAUSE_PRIORITY)
+
+
+SOURCES = sorted((REPO / "signaltty").rglob("*.py"))
+
+
+def test_docstrings_and_comments_cite_only_files_in_the_repository():
+    """Every backticked path in the package's own text names a file that exists (issue 14
+    item 7): a module moved or renamed leaves no stale pointer behind."""
+    missing = []
+    for source in SOURCES:
+        text = source.read_text()
+        missing += [
+            f"{source.relative_to(REPO)}: {p}"
+            for p in _cited_paths(text)
+            if p.endswith((".py", ".toml", ".md", ".json", ".service", ".plist", "/"))
+            and not p.startswith("signaltty/_")  # wheel-only copies (pyproject force-include)
+            and not _exists(p, source.parent)
+        ]
+    assert not missing, "stale file references:\n" + "\n".join(missing)

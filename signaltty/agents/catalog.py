@@ -7,7 +7,8 @@ into immutable ``CatalogEntry`` values. A bad file never stops loading: it becom
 as ``daemon.catalog`` and swaps it whole on ``agents.reload``/SIGHUP.
 
 Merging (§4.2): a user file whose id equals a bundled id overrides that entry key by key in
-``[agent]``, ``[launch]`` and ``[session]``, per event in ``[lifecycle.*]``, and replaces
+``[agent]``, ``[launch]`` and ``[session]``, per event in ``[lifecycle.*]`` and
+``[[hooks.rule]]``, per setting in ``[hooks]``, and replaces
 ``[title_status]``/``[[screen]]`` when present; ``kind`` may not change.
 """
 
@@ -16,19 +17,17 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import structlog
 
-from signaltty.agents.manifest import (
-    LifecycleOverlay,
-    Manifest,
-    ManifestError,
-    PromptTable,
-    load_manifest,
-)
+from signaltty.agents.hookrules.hook_map import EMPTY, HookMap
+from signaltty.agents.manifest_hooks import LifecycleOverlay
+from signaltty.agents.manifest_loader import ManifestError, load_manifest
+from signaltty.agents.manifest_schema import Manifest, PromptTable
 from signaltty.core import argv_safety
 from signaltty.core.screen_rules import ScreenRule
 from signaltty.system import paths
@@ -36,6 +35,11 @@ from signaltty.system import paths
 log = structlog.get_logger("signaltty.catalog")
 
 BUNDLED_DIR: Final = Path(__file__).resolve().parent / "manifests"
+# Called with the entries of the bundled kinds (``claude.toml`` for ``claude`` …) each time
+# the bundled directory is loaded: the builtin adapters adopt them (``adapters/__init__.py``)
+# rather than parse the files again on the event loop. A list, so this module does not import
+# the adapters, which build on it.
+BUNDLED_KIND_LISTENERS: Final[list[Callable[[list[CatalogEntry]], None]]] = []
 # Far more than anyone writes by hand; keeps a mistaken directory (say, $HOME) cheap.
 MAX_USER_FILES: Final = 512
 # ``detect`` runs for every live pane on each process refresh; program names repeat, so
@@ -85,6 +89,8 @@ class CatalogEntry:
     that user file's path), else ``bundled``. ``rules`` are title rules then ``[[screen]]``
     rules, each rule carrying its own ``source``/``file`` (an override may keep bundled rules).
     ``resume`` is an argv template with ``{id}``/``{session_id}``, or ``None``.
+    ``session_keys`` is ``[session] keys`` (``None``: the base adapter's), ``hooks`` the
+    ``[hooks]`` map (bundled and user maps merged per event and per setting).
     """
 
     id: str
@@ -96,16 +102,18 @@ class CatalogEntry:
     install_url: str | None = None
     launch: LaunchSpec = LaunchSpec()
     session_key: str | None = None
+    session_keys: tuple[str, ...] | None = None
     resume: tuple[str, ...] | None = None
     # ``[session] id_format`` compiled (core/argv_safety.py); None = the adapter's grammar.
     session_id_grammar: re.Pattern[str] | None = None
     lifecycle: dict[str, LifecycleOverlay] = field(default_factory=dict)
+    hooks: HookMap = EMPTY
     rules: tuple[ScreenRule, ...] = ()
     source: str = "bundled"
     file: str = ""
 
     def matches(self, program: str) -> bool:
-        """True when ``program`` (a basename) matches ``binaries`` exactly or by ``*`` prefix (§3.1)."""
+        """True when ``program`` (a basename) matches ``binaries`` exactly or by prefix (§3.1)."""
         return any(binary_matches(b, program) for b in self.binaries)
 
 
@@ -123,6 +131,7 @@ def _build_entry(
     raw: dict[str, dict[str, Any]],
     entry_id: str,
     lifecycle: dict[str, LifecycleOverlay],
+    hooks: HookMap | None,
     rules: tuple[ScreenRule, ...],
     source: str,
     file: str,
@@ -140,6 +149,7 @@ def _build_entry(
         detect = [command]
     prompt: PromptTable = launch.get("prompt") or PromptTable()
     resume = session.get("resume")
+    keys = session.get("keys")
     return CatalogEntry(
         id=entry_id,
         kind=a["kind"],
@@ -159,11 +169,13 @@ def _build_entry(
             continue_args=tuple(launch.get("continue_args") or ()),
         ),
         session_key=session.get("key"),
+        session_keys=tuple(keys) if keys is not None else None,
         resume=tuple(resume) if resume is not None else None,
         session_id_grammar=(
             argv_safety.grammar(session["id_format"]) if session.get("id_format") else None
         ),
         lifecycle=dict(lifecycle),
+        hooks=hooks if hooks is not None else EMPTY,
         rules=rules,
         source=source,
         file=file,
@@ -179,7 +191,7 @@ def _rules(
 def entry_from_manifest(m: Manifest) -> CatalogEntry:
     """A catalog entry from one manifest alone (no bundled entry to merge with)."""
     return _build_entry(
-        m.raw, m.id, m.lifecycle, _rules(m.title_rules, m.screen_rules), m.source, m.file
+        m.raw, m.id, m.lifecycle, m.hooks, _rules(m.title_rules, m.screen_rules), m.source, m.file
     )
 
 
@@ -198,9 +210,12 @@ def merge_manifests(bundled: Manifest, user: Manifest) -> CatalogEntry:
         t: {**bundled.raw.get(t, {}), **user.raw.get(t, {})} for t in ("agent", "launch", "session")
     }
     lifecycle = {**bundled.lifecycle, **user.lifecycle}
+    hooks = bundled.hooks
+    if user.hooks is not None:
+        hooks = user.hooks.over(bundled.hooks) if bundled.hooks is not None else user.hooks
     title = user.title_rules if user.title_rules is not None else bundled.title_rules
     screen = user.screen_rules if user.screen_rules is not None else bundled.screen_rules
-    return _build_entry(raw, user.id, lifecycle, _rules(title, screen), "user", user.file)
+    return _build_entry(raw, user.id, lifecycle, hooks, _rules(title, screen), "user", user.file)
 
 
 # --------------------------------------------------------------------------- catalog
@@ -345,7 +360,8 @@ class Catalog:
         return ("bundled", bundled_rules) if bundled_rules else ("none", ())
 
     def hook_entry_for_kind(self, kind: str) -> CatalogEntry | None:
-        """First user entry of ``kind`` whose file has ``[session]``/``[lifecycle.*]`` content (§4.3)."""
+        """First user entry of ``kind`` whose file has ``[session]``, ``[lifecycle.*]`` or
+        ``[hooks]`` content (§4.3)."""
         for e in self._hook_user:
             if e.kind == kind:
                 return e
@@ -467,6 +483,10 @@ def load_catalog(user_dir: Path | None, *, bundled_dir: Path = BUNDLED_DIR) -> C
         _fail(failures, str(bundled_dir), f"cannot list bundled manifests: {exc.strerror or exc}")
         bundled_files = []
     bundled_ms = _load_all(bundled_files, "bundled", failures)
+    if bundled_dir == BUNDLED_DIR and BUNDLED_KIND_LISTENERS:
+        kinds = [entry_from_manifest(m) for m in bundled_ms if m.id == m.kind]
+        for listener in BUNDLED_KIND_LISTENERS:
+            listener(kinds)
     user_ms = _load_all(user_files, "user", failures)
 
     by_id = {m.id: m for m in bundled_ms}

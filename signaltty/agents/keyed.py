@@ -44,10 +44,71 @@ GEMINI: Final = KeyedDialog(
     agent="gemini",
     event="Notification",
     options=(("once", "Allow once", b"1"), ("deny", "No (cancels the turn)", b"\x1b")),
-    dialog=re.compile(r"Allow execution of|Apply this change|Do you want to proceed|Allow (?:this )?MCP"),
+    dialog=re.compile(
+        r"Allow execution of|Apply this change|Do you want to proceed|Allow (?:this )?MCP"
+    ),
+    ends_turn=frozenset({"deny"}),
+)
+# Codex 0.171's approval dialog (tests/fixtures/real-agents/codex/05_permission.txt):
+#   Would you like to run the following command?  …  $ touch perm_marker.txt && echo hi
+#   › 1. Yes, proceed (y)
+#     2. Yes, and don't ask again for commands that start with `touch …` (p)
+#     3. No, and tell Codex what to do differently (esc)
+# Its shortcuts act at once: `y` approves this one command, Esc is "No" (the turn stops;
+# Codex sends no Stop). The edits, permissions and network-access dialogs share both keys.
+CODEX: Final = KeyedDialog(
+    agent="codex",
+    event="Notification",
+    options=(("once", "Yes, proceed (this time)", b"y"),
+             ("deny", "No, and tell Codex what to do differently", b"\x1b")),
+    dialog=re.compile(
+        r"(?P<question>(?:Would you like to (?:run the following command|make the following "
+        r"edits|grant these permissions)\?|Do you want to approve network access to [^\n]{0,300}\?)"
+        r"[^\x00]{0,4000}?)\n[ \t]*(?:›[ \t]*)?1\. Yes, proceed"
+    ),
     ends_turn=frozenset({"deny"}),
 )
 DIALOGS: Final = {GEMINI.agent: GEMINI}
+# Agents whose *reported* decisions (``hook-event --decision``, the ``typed_text`` answer
+# channel) are answered by typing: the keys are always this fixed spec's, never chosen by
+# the reporter (issue 10, third attack pass, A10: "Deny" typed `1⏎`, Codex's "Yes").
+TYPED: Final = {CODEX.agent: CODEX}
+MAX_QUESTION_CHARS: Final = 2000
+
+
+def _spec(dec: Decision) -> KeyedDialog | None:
+    if dec.native:
+        return None
+    return DIALOGS.get(dec.agent or "") or TYPED.get(dec.agent or "")
+
+
+def typed_decision(dec: Decision) -> Decision:
+    """A reported decision of an agent in :data:`TYPED`, with that dialog's own options.
+
+    The reporter's options (ids, labels, order) are dropped: the person chooses between
+    the dialog's answers, and each has its fixed keys. Any other decision is returned as is.
+    """
+    spec = TYPED.get(dec.agent or "")
+    if spec is None or dec.native:
+        return dec
+    dec.options = [{"id": oid, "label": label} for oid, label, _ in spec.options]
+    return dec
+
+
+def is_typed(dec: Decision | None) -> bool:
+    """Whether ``dec`` is a reported decision answered by :data:`TYPED` keys."""
+    return dec is not None and not dec.native and dec.agent in TYPED
+
+
+def question(dec: Decision, screen: str) -> str | None:
+    """The dialog's own question as the visible ``screen`` shows it (blank lines and edge
+    spaces removed, ≤ 2000 characters), or ``None`` when it is not on screen."""
+    spec = _spec(dec)
+    match = spec.dialog.search(screen) if spec is not None else None
+    if match is None or "question" not in match.re.groupindex:
+        return None
+    lines = [line.strip() for line in match.group("question").splitlines()]
+    return "\n".join(line for line in lines if line)[:MAX_QUESTION_CHARS] or None
 
 
 def _text(value: object) -> str | None:
@@ -94,24 +155,24 @@ def decision_for(agent: str, event: str, payload: object, *, now: float) -> Deci
 
 def keys_for(dec: Decision, option: str) -> bytes | None:
     """The keys that answer ``option`` of a keyed decision; ``None`` for any other decision."""
-    spec = DIALOGS.get(dec.agent or "")
-    if spec is None or dec.native:
+    spec = _spec(dec)
+    if spec is None:
         return None
     return next((keys for oid, _, keys in spec.options if oid == option), None)
 
 
 def is_keyed(dec: Decision | None) -> bool:
     """Whether ``dec`` is answered by keys (:func:`keys_for`)."""
-    return dec is not None and not dec.native and dec.agent in DIALOGS
+    return dec is not None and _spec(dec) is not None
 
 
 def dialog_shown(dec: Decision, screen: str) -> bool:
     """Whether the visible ``screen`` shows the dialog ``dec`` answers."""
-    spec = DIALOGS.get(dec.agent or "")
+    spec = _spec(dec)
     return spec is not None and spec.dialog.search(screen) is not None
 
 
 def ends_turn(dec: Decision, option: str) -> bool:
     """Whether answering ``option`` by keys ends the agent's turn with no hook after it."""
-    spec = DIALOGS.get(dec.agent or "")
+    spec = _spec(dec)
     return spec is not None and option in spec.ends_turn

@@ -227,7 +227,9 @@ def _bypass_env(entry: Any) -> dict[str, str]:
             or key.startswith(_RESERVED_ENV_PREFIX)
         ):
             raise SignalttyError(
-                "BAD_PARAMS", f"agent {entry.id}: bypass_env key not allowed: {key}", {"field": "bypass"}
+                "BAD_PARAMS",
+                f"agent {entry.id}: bypass_env key not allowed: {key}",
+                {"field": "bypass"},
             )
     return env
 
@@ -240,7 +242,9 @@ def _prompt_part(entry: Any, prompt: str) -> tuple[list[str], str | None]:
     if mode == "flag":
         if not spec.flag:
             raise SignalttyError(
-                "BAD_PARAMS", f"agent {entry.id}: prompt mode flag without a flag", {"field": "prompt"}
+                "BAD_PARAMS",
+                f"agent {entry.id}: prompt mode flag without a flag",
+                {"field": "prompt"},
             )
         return [spec.flag, prompt], None
     if mode == "argv":
@@ -250,11 +254,14 @@ def _prompt_part(entry: Any, prompt: str) -> tuple[list[str], str | None]:
         if prompt.startswith("-"):
             raise SignalttyError(
                 "BAD_PARAMS",
-                f"prompt must not start with '-' for agent {entry.id} (it would be read as an option)",
+                f"prompt must not start with '-' for agent {entry.id} "
+                "(it would be read as an option)",
                 {"field": "prompt"},
             )
         return [prompt], None
-    raise SignalttyError("BAD_PARAMS", f"agent {entry.id}: unknown prompt mode {mode!r}", {"field": "prompt"})
+    raise SignalttyError(
+        "BAD_PARAMS", f"agent {entry.id}: unknown prompt mode {mode!r}", {"field": "prompt"}
+    )
 
 
 def build_argv(
@@ -292,7 +299,9 @@ def build_argv(
     if bypass is None:
         use_bypass = can_bypass and default_bypass(entry.id, automatic_permissions)
     elif bypass and not can_bypass:
-        raise SignalttyError("BAD_PARAMS", f"agent has no bypass flags: {entry.id}", {"field": "bypass"})
+        raise SignalttyError(
+            "BAD_PARAMS", f"agent has no bypass flags: {entry.id}", {"field": "bypass"}
+        )
     else:
         use_bypass = bool(bypass)
     if continue_ and not launch.continue_args:

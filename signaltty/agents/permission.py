@@ -13,6 +13,7 @@ from typing import Final, Literal
 
 from signaltty.core.ids import new_id
 from signaltty.core.model import Decision
+from signaltty.core.subject import INVALID_TOOL_NAME, valid_tool_name
 
 # OpenCode: its plugin reports `permission.asked` as a PermissionRequest and sends the verdict
 # through OpenCode's reply API (issue 11 item 6); Pi: the managed extension does the same for
@@ -79,6 +80,11 @@ def native_prompt(tool_name: str, tool_input: object) -> str:
     return _truncate_utf8(f"Allow {tool_name}?\n{pretty}", MAX_PROMPT_BYTES)
 
 
+def tool_label(name: object) -> str:
+    """``name`` when it is a valid agent tool name, else :data:`INVALID_TOOL_NAME`."""
+    return name if isinstance(name, str) and valid_tool_name(name) else INVALID_TOOL_NAME
+
+
 def native_options() -> list[dict[str, str]]:
     """Return fresh option records ``[{id: once, label: Allow once}, {id: deny, label: Deny}]``."""
     return [{"id": oid, "label": label} for oid, label in NATIVE_OPTIONS]
@@ -94,7 +100,11 @@ def native_decision(agent: str, payload: object, *, now: float) -> Decision:
 
     Returns:
         ``Decision(id=permission_<32 hex>, native=True, answerable=False, agent, tool_name)``;
-        the router makes it answerable when it registers a live route.
+        the router makes it answerable when it registers a live route. A ``tool_name``
+        outside the agent tool-name grammar (``core.subject.valid_tool_name``: newlines,
+        space runs, controls, over 160 characters) is replaced by
+        ``core.subject.INVALID_TOOL_NAME`` here, where it enters; the notification then
+        offers "Deny" only (issue 10, third attack pass, A3 related).
 
     Raises:
         ValueError: the payload does not meet the native contract.
@@ -104,7 +114,7 @@ def native_decision(agent: str, payload: object, *, now: float) -> Decision:
     if not meets_native_contract(agent, payload):
         raise ValueError("payload does not meet the native permission contract")
     assert isinstance(payload, dict)
-    tool_name = payload["tool_name"]
+    tool_name = tool_label(payload["tool_name"])
     return Decision(
         id=new_id("permission"),
         prompt=native_prompt(tool_name, payload["tool_input"]),

@@ -1,4 +1,6 @@
-"""Program name of a command line: runtimes are named after what they run (pure; Spec: agents.md §3.2).
+"""Program name of a command line: runtimes are named after what they run (pure).
+
+Spec: agents.md §3.2.
 
 ``node /usr/lib/node_modules/.bin/gemini --yolo`` is ``gemini``; ``python3 -m aider`` is
 ``aider``; ``node -e '…'`` stays ``node``; ``-bash`` (login shell) is ``bash``. Shells are

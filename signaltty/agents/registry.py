@@ -7,15 +7,22 @@ the real executable basename (integrations.md §3).
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Final
 
 from signaltty.agents.adapters import ADAPTERS
 
-# Step 3: builtin program basename → kind, from each adapter's ``builtin_names``.
-BUILTIN_NAMES: Final[dict[str, str]] = {
-    name: adapter.kind for adapter in ADAPTERS.values() for name in adapter.builtin_names
-}
+
+@functools.cache
+def builtin_names() -> dict[str, str]:
+    """Step 3: builtin program basename → kind, from each kind's bundled ``[agent] binaries``.
+
+    Computed on first use (it reads the five bundled manifests).
+    """
+    return {name: adapter.kind for adapter in ADAPTERS.values() for name in adapter.builtin_names}
+
+
 KINDS: Final = ("claude", "codex", "opencode", "cursor", "pi", "generic", "none")
 
 
@@ -31,7 +38,7 @@ def builtin_kind(program: str) -> str | None:
 
     Spec: agents.md §3.1 step 3.
     """
-    return BUILTIN_NAMES.get(os.path.basename(program))
+    return builtin_names().get(os.path.basename(program))
 
 
 def detect_kind(program: str) -> str:

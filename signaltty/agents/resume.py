@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Final
 
 from signaltty.core.argv_safety import check_id, cwd_problem, id_problem
@@ -344,4 +344,49 @@ def clean_restored(pane: Pane) -> list[str]:
         if (why := cwd_problem(value)) is not None:
             problems.append(f"{name} {str(value)[:40]!r} replaced by '/': {why}")
             setattr(pane, name, "/")
+    return problems
+
+
+def clean_launch(
+    pane: Pane, bypass_args: Sequence[str], config_vars: Collection[str]
+) -> list[str]:
+    """Re-validate, in place, what a restored pane adds to its resume launch.
+
+    ``launch_prefix`` is inserted into the resumed agent's argv and ``config_env`` exported
+    to it, so a same-uid edit of ``snapshot.json`` could otherwise add any flag
+    (``--dangerously-skip-permissions``) or variable (``LD_PRELOAD``, ``NODE_OPTIONS``).
+    Kept only what signaltty itself can have stored: a ``launch_prefix`` that is empty or
+    exactly ``bypass_args`` (the pane's catalog entry's bypass args, what
+    ``launch.build_argv`` puts in ``LaunchPlan.launch_prefix``), and ``config_env`` entries
+    whose variable is in ``config_vars`` (the provider root variables automatic
+    configuration may export for this pane) with an absolute path value.
+
+    Args:
+        pane: a pane read from ``snapshot.json`` (modified in place).
+        bypass_args: the bypass args its catalog entry declares (``()`` when none or no entry).
+        config_vars: the variable names allowed in ``config_env`` for this pane.
+
+    Returns:
+        One line per dropped value (for the restore log); empty when clean.
+
+    Spec: issue 10, third attack pass (A4).
+    """
+    problems: list[str] = []
+    info = pane.agent
+    prefix = list(info.launch_prefix)
+    if prefix and prefix != list(bypass_args):
+        shown = " ".join(a[:40] for a in prefix[:4])
+        problems.append(
+            f"launch_prefix {shown[:120]!r} dropped: not the bypass args of its agent "
+            f"({' '.join(bypass_args) or 'none'})"
+        )
+        info.launch_prefix = []
+    kept: dict[str, str] = {}
+    for name, value in info.config_env.items():
+        why = cwd_problem(value) if name in config_vars else "not a provider root variable"
+        if why is None:
+            kept[name] = value
+        else:
+            problems.append(f"config_env {name[:40]!r} dropped: {why}")
+    info.config_env = kept
     return problems

@@ -24,7 +24,9 @@ def _ask(parsed_args: Any, method: str) -> dict[str, Any] | None:
         from signaltty.proto.client import Client, default_socket
 
         deadline = time.monotonic() + ASK_TIMEOUT_S
-        with Client(default_socket(getattr(parsed_args, "socket", None)), timeout=ASK_TIMEOUT_S) as cl:
+        with Client(
+            default_socket(getattr(parsed_args, "socket", None)), timeout=ASK_TIMEOUT_S
+        ) as cl:
             req_id = cl.send(method)
             while True:
                 left = deadline - time.monotonic()
@@ -43,7 +45,9 @@ def _ask(parsed_args: Any, method: str) -> dict[str, Any] | None:
 def pane_ids(prefix: str, parsed_args: Any = None, **_: Any) -> list[str]:
     """Ids of the daemon's panes that start with ``prefix`` (live ones first)."""
     r = _ask(parsed_args, "pane.list") or {}
-    panes = [p for p in r.get("panes") or [] if isinstance(p, dict) and isinstance(p.get("id"), str)]
+    panes = [
+        p for p in r.get("panes") or [] if isinstance(p, dict) and isinstance(p.get("id"), str)
+    ]
     panes.sort(key=lambda p: not p.get("live"))
     return [p["id"] for p in panes if p["id"].startswith(prefix)]
 
@@ -54,7 +58,11 @@ def workspace_refs(prefix: str, parsed_args: Any = None, **_: Any) -> list[str]:
     out: list[str] = []
     for w in r.get("workspaces") or []:
         if isinstance(w, dict):
-            out += [v for v in (w.get("handle"), w.get("id")) if isinstance(v, str) and v.startswith(prefix)]
+            out += [
+                v
+                for v in (w.get("handle"), w.get("id"))
+                if isinstance(v, str) and v.startswith(prefix)
+            ]
     return out
 
 
@@ -96,9 +104,11 @@ def attach(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> None:
             continue
         dest = action.dest
         completer = None
-        if dest in _PANE_DESTS or (dest == "id" and path[:1] == ("pane",)):
-            completer = pane_ids
-        elif dest == "target" and path[:1] == ("permission",):
+        if (
+            dest in _PANE_DESTS
+            or (dest == "id" and path[:1] == ("pane",))
+            or (dest == "target" and path[:1] == ("permission",))
+        ):
             completer = pane_ids
         elif dest == "workspace" or (dest == "id" and path[:1] == ("workspace",)):
             completer = workspace_refs

@@ -33,15 +33,20 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="print or install the shell completion script (bash, zsh, fish)",
         description="Print the completion script for SHELL, or install it with --install.",
     )
-    c.add_argument("shell", choices=SHELLS, metavar="SHELL", help="the shell to complete for: bash, zsh or fish")
+    c.add_argument(
+        "shell",
+        choices=SHELLS,
+        metavar="SHELL",
+        help="the shell to complete for: bash, zsh or fish",
+    )
     c.add_argument("--install", action="store_true", help="write it where the shell finds it")
 
 
 def script(shell: str) -> str:
     """The completion script for ``shell`` (one of ``SHELLS``) as text."""
-    import argcomplete
+    from argcomplete.shell_integration import shellcode
 
-    return argcomplete.shellcode(["signaltty"], shell=shell)
+    return shellcode(["signaltty"], shell=shell)
 
 
 def install_path(shell: str, env: dict[str, str] | None = None) -> Path:

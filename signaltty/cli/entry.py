@@ -2,7 +2,8 @@
 
 The hook fast path (``hook-event``/``report-session``) must not pay for pydantic, structlog
 or uvloop, so this module imports nothing heavy: the two reporter commands go to
-``signaltty.cli.fastpath`` and every other command to ``signaltty.cli.main``. Spec: README "Dependency rules".
+``signaltty.cli.fastpath`` and every other command to ``signaltty.cli.main``. Spec: README
+"Dependency rules".
 """
 
 from __future__ import annotations

@@ -12,14 +12,14 @@ import json
 import os
 import sys
 
+from signaltty.proto.client import Client, ConnectError, UntrustedServer, default_socket
+from signaltty.proto.envelope import SignalttyError
+
 # ``typing`` costs ~6 ms to import, which every agent hook would pay (README "Dependency
 # rules"); annotations are strings here (PEP 563), so the names are only needed by checkers.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-from signaltty.proto.client import Client, ConnectError, UntrustedServer, default_socket
-from signaltty.proto.envelope import SignalttyError
 
 MAX_PAYLOAD = 256 * 1024  # what the daemon takes (core.limits.MAX_HOOK_PAYLOAD)
 # What we read from the agent: a larger payload (a PermissionRequest for a big file write)
@@ -124,7 +124,11 @@ def hook_event(argv: list[str]) -> int:
         event = opts.get("--event")
         if event is None and isinstance(payload, dict) and isinstance(payload.get("type"), str):
             event = payload["type"]
-        if event is None and isinstance(payload, dict) and isinstance(payload.get("hook_event_name"), str):
+        if (
+            event is None
+            and isinstance(payload, dict)
+            and isinstance(payload.get("hook_event_name"), str)
+        ):
             event = payload["hook_event_name"]
         if not event:
             raise _Usage("--event is required (or a payload with a type)")
@@ -134,7 +138,12 @@ def hook_event(argv: list[str]) -> int:
             "client_pid": os.getpid(),
             "payload": payload,
         }
-        for opt, key in (("--message", "message"), ("--body", "body"), ("--title", "title"), ("--severity", "severity")):
+        for opt, key in (
+            ("--message", "message"),
+            ("--body", "body"),
+            ("--title", "title"),
+            ("--severity", "severity"),
+        ):
             if opt in opts:
                 params[key] = opts[opt]
         if "--decision" in opts:
@@ -178,7 +187,9 @@ def _size(value: Any) -> int:
 
 def _cut(value: Any, cap: int) -> Any:
     if isinstance(value, str):
-        return value if len(value) <= cap else value[:cap] + f"… [{len(value) - cap} characters cut]"
+        return (
+            value if len(value) <= cap else value[:cap] + f"… [{len(value) - cap} characters cut]"
+        )
     if isinstance(value, list):
         return [_cut(v, cap) for v in value[: max(1, cap // 8)]]
     if isinstance(value, dict):
@@ -204,7 +215,9 @@ def shrink_payload(payload: Any, limit: int) -> Any:
             return out
         cap //= 2
     keep = ("session_id", "tool_name", "hook_event_name", "cwd", "turn_id")
-    out = {k: payload[k] for k in keep if isinstance(payload.get(k), str) and len(payload[k]) <= 1024}
+    out = {
+        k: payload[k] for k in keep if isinstance(payload.get(k), str) and len(payload[k]) <= 1024
+    }
     if isinstance(payload.get("tool_input"), dict):
         out["tool_input"] = {}
     out[TRUNCATED_KEY] = True
@@ -277,7 +290,9 @@ def _send(
         return 1
     try:
         client.send(method, params)
-        msg = client.read_message(timeout=WAIT_RESPONSE_TIMEOUT_S if waiting else RESPONSE_TIMEOUT_S)
+        msg = client.read_message(
+            timeout=WAIT_RESPONSE_TIMEOUT_S if waiting else RESPONSE_TIMEOUT_S
+        )
     except (TimeoutError, OSError, ValueError):
         msg = None
     finally:
@@ -304,18 +319,23 @@ def _send(
 def _feedback(method: str, params: dict[str, Any], result: dict[str, Any]) -> str:
     if method == "report-session":
         pane = result.get("pane") or {}
-        return f"session {params['agent_session_id']} recorded for {pane.get('id', params['pane_id'])}"
+        return (
+            f"session {params['agent_session_id']} recorded for {pane.get('id', params['pane_id'])}"
+        )
     name = f"{params['agent']}:{params['event']}"
     if result.get("dropped"):
         return f"dropped {name} ({result.get('reason')})"
     if result.get("pane_id") is None:
         return f"no pane for {name}"
-    return f"accepted {name} lifecycle={result.get('lifecycle')} attention={result.get('attention')}"
+    return (
+        f"accepted {name} lifecycle={result.get('lifecycle')} attention={result.get('attention')}"
+    )
 
 
 USAGE = {
-    "hook-event": """usage: signaltty hook-event --agent AGENT [--event EVENT] [options] [PAYLOAD_JSON]
-
+    "hook-event": (
+        "usage: signaltty hook-event --agent AGENT [--event EVENT] [options] [PAYLOAD_JSON]\n"
+        """
 Report one agent hook to the daemon (run by the agents' hook configuration that
 `signaltty integration install` writes; exits 0 or 1, never 2).
 
@@ -333,7 +353,8 @@ options:
   --decision JSON        a decision the agent offers (options to answer with)
   --json                 print the daemon's result as JSON
   --socket PATH          daemon socket path
-""",
+"""
+    ),
     "report-session": """usage: signaltty report-session --session ID [--pane PANE] [options]
 
 Record an agent's session id for a pane, so that `signaltty pane resume` can continue it.
@@ -366,5 +387,3 @@ def main(command: str, argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - a hook must never break its agent
         _err(f"internal error: {exc!r}")
         return 1
-
-

@@ -22,7 +22,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ig = sub.add_parser(
         "integration", parents=[common], help="install, remove or show agent hook integrations"
     ).add_subparsers(dest="sub", required=True, metavar="ACTION")
-    for action, text in (("install", "install managed hooks"), ("uninstall", "remove managed hooks")):
+    for action, text in (
+        ("install", "install managed hooks"),
+        ("uninstall", "remove managed hooks"),
+    ):
         p = ig.add_parser(action, parents=[common], help=text)
         p.add_argument("agent", choices=_TARGETS)
         p.add_argument("--home", help="use DIR instead of the providers' home overrides")
@@ -36,7 +39,11 @@ def _line(action: str, report: dict[str, Any]) -> str:
     if action == "install":
         text = f"{'configured' if changed else 'already configured'} {agent} hooks ({file})"
     else:
-        text = f"removed {agent} hooks ({file})" if changed else f"{agent} hooks not installed ({file})"
+        text = (
+            f"removed {agent} hooks ({file})"
+            if changed
+            else f"{agent} hooks not installed ({file})"
+        )
     if report.get("notice"):
         text += "\n" + report["notice"]
     return text
@@ -74,7 +81,9 @@ def _status(args: argparse.Namespace) -> int:
     from signaltty.installer import api
     from signaltty.system import paths
 
-    out: dict[str, Any] = {agent: api.status(agent, home=args.home) for agent in api.select(args.agent)}
+    out: dict[str, Any] = {
+        agent: api.status(agent, home=args.home) for agent in api.select(args.agent)
+    }
     directory = paths.agents_dir()
     out["manifests"] = api.manifests(directory)
     if args.json:

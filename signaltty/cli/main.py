@@ -18,6 +18,7 @@ from typing import Any
 
 from signaltty import __version__
 from signaltty.cli import completion_cmd, integration_cmd, render, service_cmd
+from signaltty.cli.errors import CliError
 from signaltty.proto.client import Client, ConnectError, UntrustedServer, default_socket
 from signaltty.proto.constants import PROTOCOL
 from signaltty.proto.envelope import SignalttyError
@@ -28,14 +29,6 @@ _KEYS_HELP = (
     "PageDown (NPage) Insert Delete F1-F12, any single character, with C- (Ctrl), M- (Meta) "
     "and S- (Shift) prefixes (C-c, M-x, C-Left). Other words are refused, not typed."
 )
-
-
-class CliError(Exception):
-    """A client-side failure with a message and an exit code."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def _command(rest: list[str]) -> list[str] | None:
@@ -59,16 +52,21 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print raw JSON results")
+    # parents share the subcommands' class (their error() is never called: parents only lend
+    # their arguments), which is what argparse's type stubs ask of `parents=`
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print raw JSON results"
+    )
     common.add_argument("--socket", default=argparse.SUPPRESS, help="daemon socket path")
     # `top` draws a screen: --json would do nothing there
-    socket_only = argparse.ArgumentParser(add_help=False)
+    socket_only = _Parser(add_help=False)
     socket_only.add_argument("--socket", default=argparse.SUPPRESS, help="daemon socket path")
 
     ap = _Parser(
         prog="signaltty",
-        description="Supervise AI coding agents (and any program) in PTYs owned by a per-user daemon.",
+        description="Supervise AI coding agents (and any program) in PTYs owned by a per-user "
+        "daemon.",
         epilog="Lifecycle values: unknown working blocked done idle failed exited. "
         "Attention values: none unread warning input_required permission_required error. "
         "A pane id may be shortened to any unique prefix (pane_3f2a), as `pane list` shows it; "
@@ -76,21 +74,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--version", action="version", version=f"signaltty {__version__} ({PROTOCOL})")
     ap.add_argument("--json", action="store_true", default=False, help="print raw JSON results")
-    ap.add_argument("--socket", default=None, help="daemon socket path (default: $SIGNALTTY_SOCKET, else the runtime dir)")
+    ap.add_argument(
+        "--socket",
+        default=None,
+        help="daemon socket path (default: $SIGNALTTY_SOCKET, else the runtime dir)",
+    )
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     d = sub.add_parser("daemon", parents=[common], help="run the server")
-    d.add_argument("--detach", action="store_true", help="start in the background unless one is running")
+    d.add_argument(
+        "--detach", action="store_true", help="start in the background unless one is running"
+    )
     d.add_argument("--state-dir", help="snapshot, tails and log (default ~/.local/state/signaltty)")
     d.add_argument("--agents-dir", help="user agent manifests directory")
     d.add_argument("--config", help="config.toml path (default ~/.config/signaltty/config.toml)")
     d.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
 
-    st = sub.add_parser("status", parents=[common], help="server status, or counts for a status bar")
+    st = sub.add_parser(
+        "status", parents=[common], help="server status, or counts for a status bar"
+    )
     st.add_argument(
         "--format",
         choices=["waybar", "i3blocks", "tmux"],
-        help="panes needing you in a bar's own format; prints `off` and exits 0 without a daemon (docs/status-bars.md)",
+        help="panes needing you in a bar's own format; prints `off` and exits 0 without a daemon "
+        "(docs/status-bars.md)",
     )
     sub.add_parser(
         "top",
@@ -102,20 +109,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("schema", parents=[common], help="protocol schema")
     s = sub.add_parser("shutdown", parents=[common], help="stop the server")
-    s.add_argument("--force", action="store_true", help="stop even when panes are live (they are ended)")
+    s.add_argument(
+        "--force", action="store_true", help="stop even when panes are live (they are ended)"
+    )
 
-    n = sub.add_parser("new", parents=[common], help="new workspace + pane (default command: $SHELL)")
+    n = sub.add_parser(
+        "new", parents=[common], help="new workspace + pane (default command: $SHELL)"
+    )
     n.add_argument("--name", help="workspace name (default: workspace)")
     n.add_argument("--cwd", help="working directory (default: the current one)")
     n.add_argument("--agent", help="catalog agent id instead of a command")
     _launch_flags(n)
     _env_flag(n)
-    n.add_argument("--attach", action="store_true", help="attach to the new pane at once (Ctrl+] detaches)")
-    n.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="program and arguments")
+    n.add_argument(
+        "--attach", action="store_true", help="attach to the new pane at once (Ctrl+] detaches)"
+    )
+    n.add_argument(
+        "cmd_argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="program and arguments"
+    )
 
-    w = sub.add_parser("workspace", parents=[common], help="list, show, rename, close workspaces").add_subparsers(dest="sub", required=True, metavar="ACTION")
+    w = sub.add_parser(
+        "workspace", parents=[common], help="list, show, rename, close workspaces"
+    ).add_subparsers(dest="sub", required=True, metavar="ACTION")
     w.add_parser("list", parents=[common], help="workspaces with their panes")
-    w.add_parser("get", parents=[common], help="one workspace and its panes").add_argument("id", help="workspace id or handle")
+    w.add_parser("get", parents=[common], help="one workspace and its panes").add_argument(
+        "id", help="workspace id or handle"
+    )
     r = w.add_parser("rename", parents=[common], help="give a workspace a new name (and handle)")
     r.add_argument("id")
     r.add_argument("name")
@@ -123,8 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("id")
     c.add_argument("--signal", help="signal sent to live panes (default HUP)")
 
-    pn = sub.add_parser("pane", parents=[common], help="spawn, read, attach, control panes").add_subparsers(dest="sub", required=True, metavar="ACTION")
-    sp = pn.add_parser("spawn", parents=[common], help="start a program in a new pane of a workspace")
+    pn = sub.add_parser(
+        "pane", parents=[common], help="spawn, read, attach, control panes"
+    ).add_subparsers(dest="sub", required=True, metavar="ACTION")
+    sp = pn.add_parser(
+        "spawn", parents=[common], help="start a program in a new pane of a workspace"
+    )
     sp.add_argument("--workspace", required=True)
     sp.add_argument("--cwd")
     sp.add_argument("--agent", help="catalog agent id instead of a command")
@@ -137,7 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cols", type=int)
     sp.add_argument("--rows", type=int)
     sp.add_argument("cmd_argv", nargs=argparse.REMAINDER)
-    sl = pn.add_parser("split", parents=[common], help="start a program in a new pane beside another one")
+    sl = pn.add_parser(
+        "split", parents=[common], help="start a program in a new pane beside another one"
+    )
     sl.add_argument("id")
     sl.add_argument("--cwd")
     sl.add_argument("--agent", help="catalog agent id instead of a command")
@@ -149,7 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--workspace")
     ls.add_argument("--live", action="store_true", default=None)
     ls.add_argument("--exited", dest="live", action="store_false")
-    pn.add_parser("get", parents=[common], help="one pane record and its wait baseline").add_argument("id")
+    pn.add_parser(
+        "get", parents=[common], help="one pane record and its wait baseline"
+    ).add_argument("id")
     pi = pn.add_parser(
         "input",
         parents=[common],
@@ -163,33 +190,50 @@ def build_parser() -> argparse.ArgumentParser:
     g = pi.add_mutually_exclusive_group()
     g.add_argument("--data", help="text typed as is")
     g.add_argument("--stdin", action="store_true", help="type what stdin holds")
-    pi.add_argument("--keys", nargs="+", metavar="KEY", help="key names typed after the text: Enter C-c Escape Up F5 M-x …")
+    pi.add_argument(
+        "--keys",
+        nargs="+",
+        metavar="KEY",
+        help="key names typed after the text: Enter C-c Escape Up F5 M-x …",
+    )
     rz = pn.add_parser("resize", parents=[common], help="set a pane's terminal size")
     rz.add_argument("id")
     rz.add_argument("--cols", type=int, required=True)
     rz.add_argument("--rows", type=int, required=True)
     sg = pn.add_parser("signal", parents=[common], help="send a signal to a pane's program")
     sg.add_argument("id")
-    sg.add_argument("--signal", default="INT", help="INT TERM KILL HUP QUIT WINCH USR1 USR2 (default INT)")
+    sg.add_argument(
+        "--signal", default="INT", help="INT TERM KILL HUP QUIT WINCH USR1 USR2 (default INT)"
+    )
     sg.add_argument("--group", action="store_true", help="signal the foreground process group")
     rd = pn.add_parser("read", parents=[common], help="print a pane's screen or recent output")
     rd.add_argument("id")
-    rd.add_argument("--mode", choices=["screen", "tail"], help="visible screen, or history + screen (default tail)")
+    rd.add_argument(
+        "--mode",
+        choices=["screen", "tail"],
+        help="visible screen, or history + screen (default tail)",
+    )
     rd.add_argument("--lines", type=int, help="lines of tail (1-5000, default 200)")
     rd.add_argument(
         "--raw",
         action="store_true",
         help="raw output ring, escape sequences kept (shown as \\x1b… when stdout is a terminal)",
     )
-    wo = pn.add_parser("wait-output", parents=[common], help="wait until a pane prints a text or pattern")
+    wo = pn.add_parser(
+        "wait-output", parents=[common], help="wait until a pane prints a text or pattern"
+    )
     wo.add_argument("id")
     wo.add_argument("--match", required=True, help="substring (or regex with --regex) to wait for")
     wo.add_argument("--regex", action="store_true", help="--match is a Python regular expression")
     wo.add_argument("--new-only", action="store_true", help="only output arriving after the call")
     wo.add_argument("--timeout", type=float, help="seconds (default 30); exit 124 on timeout")
-    pn.add_parser("attach", parents=[common], help="interactive view; Ctrl+] detaches").add_argument("id")
     pn.add_parser(
-        "explain", parents=[common], help="why the pane has its state: authority, rules, program status"
+        "attach", parents=[common], help="interactive view; Ctrl+] detaches"
+    ).add_argument("id")
+    pn.add_parser(
+        "explain",
+        parents=[common],
+        help="why the pane has its state: authority, rules, program status",
     ).add_argument("id")
     for name, what in (
         ("close", "end a pane's program and remove the pane"),
@@ -200,7 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
         x.add_argument("id")
         if name == "close":
             x.add_argument("--signal")
-    sm = pn.add_parser("submit", parents=[common], help="paste a prompt into an agent and press Enter")
+    sm = pn.add_parser(
+        "submit", parents=[common], help="paste a prompt into an agent and press Enter"
+    )
     sm.add_argument("id")
     g = sm.add_mutually_exclusive_group(required=True)
     g.add_argument("--text")
@@ -208,30 +254,50 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--submit-delay-ms", type=int)
     sm.add_argument("--stall-timeout", type=float)
 
-    dc = sub.add_parser("decision", parents=[common], help="answer a pending decision").add_subparsers(dest="sub", required=True, metavar="ACTION")
-    da = dc.add_parser("answer", parents=[common], help="answer a pending decision with one of its options")
+    dc = sub.add_parser(
+        "decision", parents=[common], help="answer a pending decision"
+    ).add_subparsers(dest="sub", required=True, metavar="ACTION")
+    da = dc.add_parser(
+        "answer", parents=[common], help="answer a pending decision with one of its options"
+    )
     da.add_argument("--pane", help="the pane whose decision to answer")
     da.add_argument("--decision", help="decision id (with --pane when ids repeat across panes)")
     g = da.add_mutually_exclusive_group(required=True)
     g.add_argument("--option")
     g.add_argument("--verdict", choices=["allow", "deny"])
 
-    pm = sub.add_parser("permission", parents=[common], help="pending permission requests").add_subparsers(dest="sub", required=True, metavar="ACTION")
+    pm = sub.add_parser(
+        "permission", parents=[common], help="pending permission requests"
+    ).add_subparsers(dest="sub", required=True, metavar="ACTION")
     pl = pm.add_parser("list", parents=[common], help="permission requests waiting for an answer")
     pl.add_argument("--pane")
-    pa = pm.add_parser("answer", parents=[common], help="answer allow|deny for a pane_… or a decision id")
+    ps = pm.add_parser(
+        "show", parents=[common], help="every field of one pending request (a decision or pane id)"
+    )
+    ps.add_argument("target")
+    pa = pm.add_parser(
+        "answer", parents=[common], help="answer allow|deny for a pane_… or a decision id"
+    )
     pa.add_argument("target")
     pa.add_argument("verdict", choices=["allow", "deny"])
-    pa.add_argument("--pane", help="the pane of a decision id (when the id is pending on several panes)")
+    pa.add_argument(
+        "--pane", help="the pane of a decision id (when the id is pending on several panes)"
+    )
 
     nt = sub.add_parser("notify", parents=[common], help="post a notification")
     nt.add_argument("--title", required=True)
     nt.add_argument("--body")
     nt.add_argument("--pane", help="pane to mark (default $SIGNALTTY_PANE)")
-    nt.add_argument("--severity", choices=["info", "warning", "error"], help="info → unread (default), warning, error")
+    nt.add_argument(
+        "--severity",
+        choices=["info", "warning", "error"],
+        help="info → unread (default), warning, error",
+    )
 
     sb = sub.add_parser("subscribe", parents=[common], help="print events")
-    sb.add_argument("--events", help="comma-separated names or globs: agent.*, attention.created, * (default)")
+    sb.add_argument(
+        "--events", help="comma-separated names or globs: agent.*, attention.created, * (default)"
+    )
     sb.add_argument("--from-seq", type=int, help="replay retained events after this seq first")
 
     wt = sub.add_parser("wait", parents=[common], help="wait for a pane state")
@@ -242,20 +308,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated outcomes, first satisfied wins: a lifecycle value, an attention "
         "value, seen, attention_cleared or exited (e.g. done,failed)",
     )
-    wt.add_argument("--after-baseline", help="wait_baseline JSON from `pane get --json`: only newer transitions count")
+    wt.add_argument(
+        "--after-baseline",
+        help="wait_baseline JSON from `pane get --json`: only newer transitions count",
+    )
     wt.add_argument("--timeout", type=float, help="seconds (default 3600); exit 124 on timeout")
 
-    fc = sub.add_parser("focus", parents=[common], help="the pane that needs you most").add_subparsers(dest="sub", required=True, metavar="ACTION")
-    fn = fc.add_parser("next-unread", parents=[common], help="print (or --attach) the most urgent pane")
+    fc = sub.add_parser(
+        "focus", parents=[common], help="the pane that needs you most"
+    ).add_subparsers(dest="sub", required=True, metavar="ACTION")
+    fn = fc.add_parser(
+        "next-unread", parents=[common], help="print (or --attach) the most urgent pane"
+    )
     fn.add_argument("--attach", action="store_true", help="attach to it")
 
     at = sub.add_parser("attention", parents=[common], help="panes that need you")
     at.add_argument("--limit", type=int, help="at most this many panes (1-500, default 50)")
-    ag = sub.add_parser("agents", parents=[common], help="agent catalog manifests").add_subparsers(dest="sub", required=True, metavar="ACTION")
-    ag.add_parser("list", parents=[common], help="loaded manifests (bundled and user) and failed files")
-    ag.add_parser("reload", parents=[common], help="re-read the user agents directory (like SIGHUP)")
+    ag = sub.add_parser("agents", parents=[common], help="agent catalog manifests").add_subparsers(
+        dest="sub", required=True, metavar="ACTION"
+    )
     ag.add_parser(
-        "catalog", parents=[common], help="agents you can launch with --agent: installed on PATH or not"
+        "list", parents=[common], help="loaded manifests (bundled and user) and failed files"
+    )
+    ag.add_parser(
+        "reload", parents=[common], help="re-read the user agents directory (like SIGHUP)"
+    )
+    ag.add_parser(
+        "catalog",
+        parents=[common],
+        help="agents you can launch with --agent: installed on PATH or not",
     ).add_argument("--refresh", action="store_true", help="re-run PATH hydration and look again")
     integration_cmd.add_parser(sub, common)
     service_cmd.add_parser(sub, common)
@@ -265,7 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("hook-event", "report an agent hook (what agents' hook configuration runs)"),
         ("report-session", "record an agent's session id for a pane"),
     ):
-        sub.add_parser(name, help=what, add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
+        sub.add_parser(name, help=what, add_help=False).add_argument(
+            "rest", nargs=argparse.REMAINDER
+        )
     return ap
 
 
@@ -314,11 +397,16 @@ def main(argv: list[str]) -> int:
         return 130
 
 
-def _fail(args: argparse.Namespace, code: str, message: str, status: int, *, server: bool = False) -> int:
+def _fail(
+    args: argparse.Namespace, code: str, message: str, status: int, *, server: bool = False
+) -> int:
     if getattr(args, "json", False):
         print(json.dumps({"error": {"code": code, "message": message}}), file=sys.stderr)
     elif server:
-        print(f"signaltty: server error {render.clean(code)}: {render.clean(message)}", file=sys.stderr)
+        print(
+            f"signaltty: server error {render.clean(code)}: {render.clean(message)}",
+            file=sys.stderr,
+        )
     else:
         print(f"signaltty: {render.clean(message)}", file=sys.stderr)
     return status
@@ -390,7 +478,9 @@ def _run(args: argparse.Namespace) -> int:
                 r = cl.call("server.shutdown", {"force": True if args.force else None})
             except SignalttyError as exc:
                 if exc.code == "PANES_ALIVE":
-                    raise CliError(f"{exc.message.split(';')[0]}; `signaltty shutdown --force` ends them") from None
+                    raise CliError(
+                        f"{exc.message.split(';')[0]}; `signaltty shutdown --force` ends them"
+                    ) from None
                 raise
             return _out(args, r, "server stopping")
         if cmd == "new":
@@ -402,7 +492,13 @@ def _run(args: argparse.Namespace) -> int:
         if cmd == "notify":
             pane = args.pane or os.environ.get("SIGNALTTY_PANE") or None
             r = cl.call(
-                "notify", {"pane_id": pane, "title": args.title, "body": args.body, "severity": args.severity}
+                "notify",
+                {
+                    "pane_id": pane,
+                    "title": args.title,
+                    "body": args.body,
+                    "severity": args.severity,
+                },
             )
             return _out(args, r, r["notification"]["id"])
         if cmd == "subscribe":
@@ -421,7 +517,12 @@ def _run(args: argparse.Namespace) -> int:
             try:
                 r = cl.call(
                     "decision.answer",
-                    {"pane_id": args.pane, "decision_id": args.decision, "option_id": args.option, "verdict": args.verdict},
+                    {
+                        "pane_id": args.pane,
+                        "decision_id": args.decision,
+                        "option_id": args.option,
+                        "verdict": args.verdict,
+                    },
                 )
             except SignalttyError as exc:
                 if exc.code == "AMBIGUOUS":
@@ -441,7 +542,10 @@ def _run(args: argparse.Namespace) -> int:
             if args.json:
                 return _out(args, r)
             short = _short_ids(cl) if r["panes"] else {}
-            human = "\n".join(render.attention_line(a, short) for a in r["panes"]) or "(nothing needs you)"
+            human = (
+                "\n".join(render.attention_line(a, short) for a in r["panes"])
+                or "(nothing needs you)"
+            )
             return _out(args, r, human)
     raise CliError(f"unknown command {cmd}", 2)
 
@@ -500,16 +604,31 @@ def _detach(args: argparse.Namespace) -> int:
     with open(out_path, "ab") as out, open(os.devnull, "rb") as devnull:
         start = out.tell()
         child = subprocess.Popen(
-            cmd, stdin=devnull, stdout=out, stderr=out, start_new_session=True, close_fds=True, cwd=cwd
+            cmd,
+            stdin=devnull,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            close_fds=True,
+            cwd=cwd,
         )
+    from signaltty.proto import trust
+
+    if trust.DAEMON_ENV in os.environ:
+        # started from a pane: the clients here trust only that pane's daemon; the one to
+        # wait for is the child just started (same check: pid and start time)
+        os.environ[trust.DAEMON_ENV] = trust.identity_token(child.pid)
     deadline = time.monotonic() + DETACH_START_TIMEOUT_S
     while time.monotonic() < deadline:
         status = _try_status(sock)
         if status is not None:
             if status.get("config_error") and not args.json:
                 # it runs on defaults: say so now, not only in `status` and the log
-                print(f"signaltty: warning: config error (running with defaults): {render.clean(status['config_error'])}",
-                      file=sys.stderr)
+                print(
+                    "signaltty: warning: config error (running with defaults): "
+                    f"{render.clean(status['config_error'])}",
+                    file=sys.stderr,
+                )
             return _out(args, status, f"server started on {sock} (log: {state / 'signaltty.log'})")
         if child.poll() is not None:
             # the daemon said why on its stderr (one line, startup errors): show it at once
@@ -553,7 +672,9 @@ def _agents_table(r: dict[str, Any]) -> str:
     widths = [max(len(x[i]) for x in [head, *rows]) for i in range(3)]
     lines = [f"agents dir: {r.get('dir') or '(none)'}"]
     for row in [head, *rows]:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + "  " + row[3])
+        lines.append(
+            "  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=False)) + "  " + row[3]
+        )
     failures = r.get("failures", [])
     if failures:
         lines.append(f"{len(failures)} failed:")
@@ -564,17 +685,23 @@ def _agents_table(r: dict[str, Any]) -> str:
 def _catalog_table(r: dict[str, Any]) -> str:
     """``agents catalog`` human output: installed agents first (with their path), then the rest."""
     hyd = r.get("path_hydration") or {}
-    lines = [f"PATH hydration: {hyd.get('state', '?')}" + (f" (+{len(hyd['added'])} dirs)" if hyd.get("added") else "")]
+    lines = [
+        f"PATH hydration: {hyd.get('state', '?')}"
+        + (f" (+{len(hyd['added'])} dirs)" if hyd.get("added") else "")
+    ]
     for installed in (True, False):
         rows = [a for a in r.get("agents", []) if bool(a["installed"]) is installed]
         if not rows:
             continue
         lines.append("installed:" if installed else "not installed:")
         for a in rows:
-            where = a.get("path") if installed else (a.get("install_url") or a.get("homepage") or "")
+            where = (
+                a.get("path") if installed else (a.get("install_url") or a.get("homepage") or "")
+            )
             if a.get("missing_requires"):
                 where = "needs " + ", ".join(a["missing_requires"])
-            lines.append(f"  {a['id']:<14} {a['display_name']:<20} {a['integration']:<7} {where or ''}".rstrip())
+            row = f"  {a['id']:<14} {a['display_name']:<20} {a['integration']:<7} {where or ''}"
+            lines.append(row.rstrip())
     return "\n".join(lines)
 
 
@@ -582,7 +709,9 @@ def _launch_flags(parser: argparse.ArgumentParser) -> None:
     """``--prompt``, ``--bypass``/``--no-bypass``, ``--continue`` for ``--agent`` launches
     (protocol.md §10; agents.md §4.4). Without ``--bypass``/``--no-bypass`` the daemon's
     default applies (config ``agents.automatic_permissions`` for claude, codex, antigravity)."""
-    parser.add_argument("--prompt", help="first prompt for --agent (one argument, never a shell string)")
+    parser.add_argument(
+        "--prompt", help="first prompt for --agent (one argument, never a shell string)"
+    )
     parser.add_argument(
         "--bypass",
         action=argparse.BooleanOptionalAction,
@@ -590,7 +719,10 @@ def _launch_flags(parser: argparse.ArgumentParser) -> None:
         help="launch --agent with (or, --no-bypass, without) its automatic-permission flags",
     )
     parser.add_argument(
-        "--continue", dest="continue_", action="store_true", help="continue the agent's last conversation"
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="continue the agent's last conversation",
     )
 
 
@@ -651,7 +783,11 @@ def _short_ids(cl: Client, panes: list[dict[str, Any]] | None = None) -> dict[st
 
 def _launch_params(args: argparse.Namespace) -> dict[str, Any]:
     """The ``prompt``/``bypass``/``continue`` request fields (absent when not given)."""
-    return {"prompt": args.prompt, "bypass": args.bypass, "continue": True if args.continue_ else None}
+    return {
+        "prompt": args.prompt,
+        "bypass": args.bypass,
+        "continue": True if args.continue_ else None,
+    }
 
 
 def _split_tail(args: argparse.Namespace) -> list[str] | None:
@@ -700,7 +836,9 @@ def _new(args: argparse.Namespace, cl: Client) -> int:
     argv = _command(args.cmd_argv)
     if argv is None and args.agent is None:
         argv = [os.environ.get("SHELL") or "sh"]
-    ws = cl.call("workspace.create", {"name": args.name, "cwd": args.cwd or os.getcwd()})["workspace"]
+    ws = cl.call("workspace.create", {"name": args.name, "cwd": args.cwd or os.getcwd()})[
+        "workspace"
+    ]
     try:
         r = cl.call(
             "pane.spawn",
@@ -715,7 +853,11 @@ def _new(args: argparse.Namespace, cl: Client) -> int:
     except SignalttyError:
         cl.call("workspace.close", {"workspace_id": ws["id"]})
         raise
-    out: dict[str, Any] = {"workspace_id": ws["id"], "handle": ws["handle"], "pane_id": r["pane"]["id"]}
+    out: dict[str, Any] = {
+        "workspace_id": ws["id"],
+        "handle": ws["handle"],
+        "pane_id": r["pane"]["id"],
+    }
     if r.get("integration") is not None:
         out["integration"] = r["integration"]
     if args.attach:
@@ -733,13 +875,20 @@ def _workspace(args: argparse.Namespace, cl: Client) -> int:
     sub = args.sub
     if sub == "list":
         r = cl.call("workspace.list")
-        return _out(args, r, "\n".join(render.workspace_line(w) for w in r["workspaces"]) or "(no workspaces)")
+        return _out(
+            args,
+            r,
+            "\n".join(render.workspace_line(w) for w in r["workspaces"]) or "(no workspaces)",
+        )
     if sub == "get":
         r = cl.call("workspace.get", {"workspace_id": args.id})
         if args.json:
             return _out(args, r)
         short = _short_ids(cl)
-        human = "\n".join([render.workspace_line(r["workspace"])] + ["  " + render.pane_line(p, short) for p in r["panes"]])
+        human = "\n".join(
+            [render.workspace_line(r["workspace"])]
+            + ["  " + render.pane_line(p, short) for p in r["panes"]]
+        )
         return _out(args, r, human)
     if sub == "rename":
         r = cl.call("workspace.rename", {"workspace_id": args.id, "name": args.name})
@@ -792,7 +941,9 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
         if args.json:
             return _out(args, r)
         short = _short_ids(cl, None if args.workspace or args.live is not None else r["panes"])
-        return _out(args, r, "\n".join(render.pane_line(p, short) for p in r["panes"]) or "(no panes)")
+        return _out(
+            args, r, "\n".join(render.pane_line(p, short) for p in r["panes"]) or "(no panes)"
+        )
     if sub == "get":
         r = cl.call("pane.get", {"pane_id": args.id})
         if args.json:
@@ -804,13 +955,17 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
             raise CliError("pane input: give --data, --stdin or --keys", 2)
         keys = _encode_keys(args.keys or [])  # before reading stdin: a bad name loses nothing
         data = sys.stdin.buffer.read() if args.stdin else (args.data or "").encode()
-        r = cl.call("pane.input", {"pane_id": args.id, "data_b64": base64.b64encode(data + keys).decode()})
+        r = cl.call(
+            "pane.input", {"pane_id": args.id, "data_b64": base64.b64encode(data + keys).decode()}
+        )
         return _out(args, r, "")
     if sub == "resize":
         r = cl.call("pane.resize", {"pane_id": args.id, "cols": args.cols, "rows": args.rows})
         return _out(args, r, "")
     if sub == "signal":
-        r = cl.call("pane.signal", {"pane_id": args.id, "signal": args.signal, "group": args.group or None})
+        r = cl.call(
+            "pane.signal", {"pane_id": args.id, "signal": args.signal, "group": args.group or None}
+        )
         return _out(args, r, "")
     if sub == "read":
         params: dict[str, Any] = {"pane_id": args.id, "mode": args.mode, "lines": args.lines}
@@ -849,8 +1004,19 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
         r = cl.call("pane.close", {"pane_id": args.id, "signal": args.signal})
         return _out(args, r, "")
     if sub == "resume":
+        if not args.json:
+            # said before it runs: what the restored pane adds to the agent's resume command
+            before = cl.call("pane.get", {"pane_id": args.id})["pane"]
+            extra = render.launch_lines(before.get("agent") or {})
+            print(render.block("\n".join([f"resuming {before['id']} with:", *extra])
+                               if extra else f"resuming {before['id']} (no added flags or env)"),
+                  flush=True)
         r = cl.call("pane.resume", {"pane_id": args.id})
-        return _out(args, r, f"resumed {r['pane']['id']}: {' '.join(r['pane']['agent']['resume_argv'] or [])}")
+        agent = r["pane"]["agent"]
+        ran = " ".join(render.clean(a) for a in agent["resume_argv"] or [])
+        # the argv run holds the flags; the environment added is said apart
+        env = render.launch_lines({"config_env": agent.get("config_env")})
+        return _out(args, r, "\n".join([f"resumed {r['pane']['id']}: {ran}", *env]))
     if sub == "explain":
         r = cl.call("pane.explain", {"pane_id": args.id})
         return _out(args, r, render.explain(r))
@@ -858,7 +1024,12 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
         text = sys.stdin.read() if args.stdin else args.text
         r = cl.call(
             "pane.submit",
-            {"pane_id": args.id, "text": text, "submit_delay_ms": args.submit_delay_ms, "stall_timeout_s": args.stall_timeout},
+            {
+                "pane_id": args.id,
+                "text": text,
+                "submit_delay_ms": args.submit_delay_ms,
+                "stall_timeout_s": args.stall_timeout,
+            },
         )
         return _out(args, r, f"submitted ({r['outcome']})")
     r = cl.call("pane.mark_seen", {"pane_id": args.id})
@@ -866,18 +1037,34 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
 
 
 def _permission(args: argparse.Namespace, cl: Client) -> int:
-    """``permission list|answer`` (integrations.md §4.3)."""
+    """``permission list|show|answer`` (integrations.md §4.3)."""
+    if args.sub == "show":
+        items = cl.call("permission.list", {"pane_id": None})["permissions"]
+        found = [
+            x for x in items
+            if x["decision_id"] == args.target or str(x["pane_id"]).startswith(args.target)
+        ] if args.target else []
+        if len(found) != 1:
+            what = "no pending request" if not found else f"{len(found)} pending requests"
+            raise CliError(f"{what} for {render.clean(args.target)[:80]}", 1)
+        if args.json:
+            return _out(args, {"permission": found[0]})
+        return _out(args, found[0], render.permission_detail(found[0]))
     if args.sub == "list":
         r = cl.call("permission.list", {"pane_id": args.pane})
         if args.json:
             return _out(args, r)
         short = _short_ids(cl) if r["permissions"] else {}
-        lines = [render.permission_line(x, short) for x in r["permissions"]]  # with what is approved
+        lines = [
+            render.permission_line(x, short) for x in r["permissions"]
+        ]  # with what is approved
         return _out(args, r, "\n".join(lines) or "no pending permissions")
     params: dict[str, Any] = {"verdict": args.verdict}
     if args.target.startswith("pane_"):
         # either may be a short id (a prefix of the other)
-        if args.pane and not (args.pane.startswith(args.target) or args.target.startswith(args.pane)):
+        if args.pane and not (
+            args.pane.startswith(args.target) or args.target.startswith(args.pane)
+        ):
             raise CliError("--pane names another pane than the target", 2)
         params["pane_id"] = args.target
     else:
@@ -904,7 +1091,10 @@ def _ambiguous(exc: SignalttyError, verdict: str | None) -> str:
         return f"server error AMBIGUOUS: {sanitize_text(exc.message, 500)}"
     lines = [f"decision {decision} is pending on {len(panes)} panes: {', '.join(panes)}"]
     if verdict is not None:
-        lines += [f"name the pane: signaltty permission answer {decision} {verdict} --pane {p}" for p in panes]
+        lines += [
+            f"name the pane: signaltty permission answer {decision} {verdict} --pane {p}"
+            for p in panes
+        ]
     else:
         lines.append("name the pane with --pane")
     return "\n".join(lines)
@@ -922,7 +1112,10 @@ def _subscribe(args: argparse.Namespace, cl: Client) -> int:
         ev = cl.next_event()
         if ev is None:
             return 0
-        print(render.dumps(ev) if args.json else render.event_line(ev, time.strftime("%H:%M:%S")), flush=True)
+        print(
+            render.dumps(ev) if args.json else render.event_line(ev, time.strftime("%H:%M:%S")),
+            flush=True,
+        )
 
 
 def _wait(args: argparse.Namespace, cl: Client) -> int:
@@ -935,5 +1128,7 @@ def _wait(args: argparse.Namespace, cl: Client) -> int:
             after = json.loads(args.after_baseline)
         except ValueError as exc:
             raise CliError(f"--after-baseline is not JSON: {exc}") from None
-    r = cl.call("wait", {"pane_id": args.pane, "until": until, "after": after, "timeout_s": args.timeout})
+    r = cl.call(
+        "wait", {"pane_id": args.pane, "until": until, "after": after, "timeout_s": args.timeout}
+    )
     return _out(args, r, f"{r['outcome']} ({r['lifecycle']}/{r['attention']})")

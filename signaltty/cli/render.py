@@ -51,11 +51,16 @@ def pane_line(p: dict[str, Any], short: dict[str, str] | None = None) -> str:
     lifecycle/attention, live state, title, label."""
     live = p.get("live") or {}
     code = live.get("code")
-    state = "live" if live.get("state") == "live" else ("exited" if code is None else f"exited({clean(code)})")
+    state = (
+        "live"
+        if live.get("state") == "live"
+        else ("exited" if code is None else f"exited({clean(code)})")
+    )
     label = f" [{clean(p['label'])}]" if p.get("label") else ""
     msg = f" — {clean(p['last_message'])}" if p.get("last_message") else ""
     return (
-        f"{clean((short or {}).get(p['id'], p['id']))}  {clean(p['lifecycle'])}/{clean(p['attention'])}  {state:<11} "
+        f"{clean((short or {}).get(p['id'], p['id']))}  "
+        f"{clean(p['lifecycle'])}/{clean(p['attention'])}  {state:<11} "
         f"{clean(p.get('restore_state', ''))} {clean(p.get('title', ''))}{label}{msg}"
     )
 
@@ -71,24 +76,30 @@ def workspace_line(w: dict[str, Any]) -> str:
 
 def status(r: dict[str, Any]) -> str:
     lines = [
-        f"signaltty {clean(r['version'])} ({clean(r['protocol'])}) pid {r['pid']}, up {r['uptime_s']:.0f} s",
+        f"signaltty {clean(r['version'])} ({clean(r['protocol'])}) pid {r['pid']}, "
+        f"up {r['uptime_s']:.0f} s",
         f"socket     {clean(r['socket'])}",
         f"state dir  {clean(r['state_dir'])}",
-        f"workspaces {r['workspaces']}, panes {r['panes']} ({r['live_panes']} live), seq {r['seq']}",
+        f"workspaces {r['workspaces']}, panes {r['panes']} ({r['live_panes']} live), "
+        f"seq {r['seq']}",
     ]
     n = r.get("notifications") or {}
     if n:
         state = (
-            "off (notifications.enabled = false, or SIGNALTTY_NOTIFY=0)" if not n.get("enabled")
-            else f"on, mode {clean(n.get('mode'))}" if n.get("available")
+            "off (notifications.enabled = false, or SIGNALTTY_NOTIFY=0)"
+            if not n.get("enabled")
+            else f"on, mode {clean(n.get('mode'))}"
+            if n.get("available")
             else "unavailable (no notification server on the session bus)"
         )
         lines.append(f"notifications {state}")
     b = r.get("dbus") or {}
     if b:
         state = (
-            "off (dbus.enabled = false, or SIGNALTTY_DBUS=0)" if not b.get("enabled")
-            else "on (name owned)" if b.get("name_owned")
+            "off (dbus.enabled = false, or SIGNALTTY_DBUS=0)"
+            if not b.get("enabled")
+            else "on (name owned)"
+            if b.get("name_owned")
             else "unavailable (no session bus, or the name is taken)"
         )
         lines.append(f"D-Bus      {state}")
@@ -108,15 +119,32 @@ def pane_detail(r: dict[str, Any], short: dict[str, str] | None = None) -> str:
         f"  workspace {clean(p['workspace_id'])}  kind {clean(agent.get('kind'))}  argv {argv}",
         f"  cwd {clean(p['cwd'])}  size {p['pty_size']['cols']}x{p['pty_size']['rows']}",
     ]
+    lines += launch_lines(agent)
     dec = p.get("pending_decision")
     if dec:
         lines.append("  pending decision:")
         lines += ["    " + clean(line) for line in str(dec.get("prompt", "")).splitlines()]
         if dec.get("answerable"):
-            lines += [f"    {clean(o['id'])} — {clean(o['label'])}" for o in dec.get("options") or []]
+            lines += [
+                f"    {clean(o['id'])} — {clean(o['label'])}" for o in dec.get("options") or []
+            ]
         else:
             lines.append("    (read-only: answer in the terminal)")
     return "\n".join(lines)
+
+
+def launch_lines(agent: dict[str, Any]) -> list[str]:
+    """What ``pane resume`` adds to the agent's own resume command: the stored launch flags
+    (``launch_prefix``) and environment (``config_env``); empty when it adds nothing
+    (issue 10, attack 3, A4: both were invisible)."""
+    lines = []
+    prefix = agent.get("launch_prefix") or []
+    if prefix:
+        lines.append("  launch flags " + " ".join(clean(a) for a in prefix))
+    env = agent.get("config_env") or {}
+    if env:
+        lines.append("  launch env " + " ".join(f"{clean(k)}={clean(v)}" for k, v in env.items()))
+    return lines
 
 
 def permission_line(x: dict[str, Any], short: dict[str, str] | None = None) -> str:
@@ -131,12 +159,45 @@ def permission_line(x: dict[str, Any], short: dict[str, str] | None = None) -> s
     ).rstrip()
 
 
+def permission_detail(x: dict[str, Any]) -> str:
+    """``permission show``: ids, agent, tool and the whole request, so a person can read
+    every field of what "allow" approves before answering (issue 10, third attack pass, A3).
+
+    A native prompt's tool input is printed as indented JSON through :func:`dumps`'s
+    escaping (controls, bidi, invisible and filler characters appear as ``\\u`` escapes,
+    so nothing hides); any other prompt, or one cut at its 8 KiB limit, as sanitized text.
+    """
+    prompt = str(x.get("prompt") or "")
+    question, _, rest = prompt.partition("\n")
+    lines = [
+        f"decision  {clean(x['decision_id'])}",
+        f"pane      {clean(x['pane_id'])}",
+        f"agent     {clean(x.get('agent') or '-')}",
+        f"tool      {clean(x.get('tool_name') or '-')}",
+        f"answer    {'here or in the terminal' if x.get('answerable') else 'in the terminal'}",
+        clean(question),
+    ]
+    try:
+        data = json.loads(rest) if rest.strip() else None
+    except ValueError:
+        data = None
+    if data is not None:
+        lines.append(escape_json_unsafe(json.dumps(data, indent=2, ensure_ascii=False)))
+    elif rest.strip():
+        if rest.lstrip().startswith("{"):
+            lines.append("(the request was cut at 8 KiB; the rest is in the agent's terminal)")
+        lines.append(block(rest))
+    return "\n".join(lines)
+
+
 def attention_line(a: dict[str, Any], short: dict[str, str] | None = None) -> str:
-    """One pane needing you: attention, id (short form from ``short`` when given), lifecycle, title."""
+    """One pane needing you: attention, id (short form from ``short`` when given), lifecycle,
+    title."""
     label = f" [{clean(a['label'])}]" if a.get("label") else ""
     msg = f" — {clean(a['last_message'])}" if a.get("last_message") else ""
     return (
-        f"{clean(a['attention']):<19} {clean((short or {}).get(a['pane_id'], a['pane_id']))}  {clean(a['lifecycle']):<8} "
+        f"{clean(a['attention']):<19} {clean((short or {}).get(a['pane_id'], a['pane_id']))}  "
+        f"{clean(a['lifecycle']):<8} "
         f"{clean(a.get('title', ''))}{label}{msg}"
     )
 
@@ -158,14 +219,20 @@ def event_line(ev: dict[str, Any], at: str = "") -> str:
     payload = ev.get("payload") or {}
     pane = "-"
     if isinstance(payload, dict):
-        for holder, key in ((payload, "pane_id"), (payload.get("pane"), "id"), (payload.get("notification"), "pane_id")):
+        for holder, key in (
+            (payload, "pane_id"),
+            (payload.get("pane"), "id"),
+            (payload.get("notification"), "pane_id"),
+        ):
             if isinstance(holder, dict) and holder.get(key):
                 pane = holder[key]
                 break
     seq = ev.get("seq")
     return (
-        f"{clean(at):<8} {clean('-' if seq is None else seq):>6}  {clean(ev.get('event', '?')):<{EVENT_WIDTH}}  "
-        f"{clean(str(pane)[:PANE_WIDTH]):<{PANE_WIDTH}}  {cut(clean(event_summary(ev)), SUMMARY_MAX)}"
+        f"{clean(at):<8} {clean('-' if seq is None else seq):>6}  "
+        f"{clean(ev.get('event', '?')):<{EVENT_WIDTH}}  "
+        f"{clean(str(pane)[:PANE_WIDTH]):<{PANE_WIDTH}}  "
+        f"{cut(clean(event_summary(ev)), SUMMARY_MAX)}"
     ).rstrip()
 
 
@@ -198,7 +265,8 @@ def event_summary(ev: dict[str, Any]) -> str:
     if isinstance(pane, dict):
         if name == "pane.updated":
             changed = [str(c) for c in p.get("changed") or []]
-            agent = pane.get("agent") if isinstance(pane.get("agent"), dict) else {}
+            agent_field = pane.get("agent")
+            agent = agent_field if isinstance(agent_field, dict) else {}
             return ", ".join(f"{c}: {pane[c] if c in pane else agent.get(c)}" for c in changed)
         if name == "pane.resized":
             size = pane.get("pty_size") or {}
@@ -210,7 +278,8 @@ def event_summary(ev: dict[str, Any]) -> str:
         return f"{ws.get('handle')} ({ws.get('name')})"
     if name == "pane.progress":
         prog = p.get("osc_progress") or {}
-        return f"{prog.get('state')} {prog.get('percent') if prog.get('percent') is not None else ''}".strip()
+        percent = prog.get("percent")
+        return f"{prog.get('state')} {percent if percent is not None else ''}".strip()
     rest = {k: v for k, v in p.items() if k not in ("pane_id", "pane", "workspace")}
     return dumps(rest) if rest else ""
 
@@ -223,25 +292,36 @@ def explain(r: dict[str, Any]) -> str:
         + (f"  catalog {clean(r['catalog_id'])}" if r.get("catalog_id") else "")
         + f"  process {clean(r.get('process') or '-')}  {'live' if r['live'] else 'not live'}",
         f"authority {clean(r['authority'])}  hooked {str(r['hooked']).lower()}  "
-        f"screen rules {'classify' if r['classifies'] else 'do not classify'}  (rules from {clean(r['source'])})",
-        f"winner: {clean(matched['id'])} ({clean(matched['state'])}, #{matched['index']})" if matched else "winner: none",
+        f"screen rules {'classify' if r['classifies'] else 'do not classify'}  "
+        f"(rules from {clean(r['source'])})",
+        f"winner: {clean(matched['id'])} ({clean(matched['state'])}, #{matched['index']})"
+        if matched
+        else "winner: none",
     ]
     for i, rule in enumerate(r.get("rules") or []):
         mark = "*" if matched and matched.get("index") == i else ("+" if rule["matched"] else " ")
         lines.append(
-            f" {mark} {i:>2} {clean(rule['id']):<28} {clean(rule['state']):<8} {clean(rule['priority']):>6}  "
+            f" {mark} {i:>2} {clean(rule['id']):<28} {clean(rule['state']):<8} "
+            f"{clean(rule['priority']):>6}  "
             f"{clean(rule['region'])}"
         )
     if r.get("osc_progress"):
         lines.append(f"osc progress: {clean(r['osc_progress'].get('raw'))}")
     ps = r.get("program_status")
     if ps:
-        lines.append(f"program status: {clean(ps.get('state') or '-')} ({len(ps.get('children') or [])} child records)")
+        lines.append(
+            f"program status: {clean(ps.get('state') or '-')} "
+            f"({len(ps.get('children') or [])} child records)"
+        )
     rec = r.get("recovery")
     if rec:
         lines.append(
             "recovery: "
             + ("armed" if rec["armed"] else "disabled")
-            + (f", evidence since {clean(rec['since'])}, fires in {clean(rec['fires_in_s'])} s" if rec["evidence"] else ", no evidence")
+            + (
+                f", evidence since {clean(rec['since'])}, fires in {clean(rec['fires_in_s'])} s"
+                if rec["evidence"]
+                else ", no evidence"
+            )
         )
     return "\n".join(lines)

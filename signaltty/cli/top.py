@@ -34,7 +34,14 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 
-from signaltty.cli.top_view import Confirm, TopState, clean, permission_summary, render, why_not_attach
+from signaltty.cli.top_view import (
+    Confirm,
+    TopState,
+    clean,
+    permission_summary,
+    render,
+    why_not_attach,
+)
 from signaltty.proto.client import AsyncClient, UntrustedServer
 from signaltty.proto.envelope import SignalttyError
 
@@ -378,7 +385,7 @@ def run(socket_path: str) -> int:
         ConnectError, UntrustedServer: the daemon cannot be reached.
     """
     if not (os.isatty(sys.stdin.fileno()) and os.isatty(sys.stdout.fileno())):
-        from signaltty.cli.main import CliError
+        from signaltty.cli.errors import CliError
 
         raise CliError("top needs a terminal: stdin and stdout must be a TTY")
     return asyncio.run(Top(socket_path).run())

@@ -94,7 +94,8 @@ class TopState:
     """Everything the view shows; ``cli/top.py`` updates it from the daemon and the keys.
 
     ``panes`` are Pane objects (protocol.md §4) in ``pane.list`` order, ``workspaces`` maps a
-    workspace id to its handle (unique, unlike names: two "workspace"s stay apart), ``permissions`` maps a pane id to its ``permission.list`` item.
+    workspace id to its handle (unique, unlike names: two "workspace"s stay apart), ``permissions``
+    maps a pane id to its ``permission.list`` item.
     """
 
     panes: list[dict[str, Any]] = field(default_factory=list)
@@ -140,11 +141,8 @@ class TopState:
         if not needing:
             return None
         needing.sort(key=_focus_key, reverse=True)
-        ids = [p["id"] for p in needing]
-        if self.selected in ids:
-            target = ids[(ids.index(self.selected) + 1) % len(ids)]
-        else:
-            target = ids[0]
+        ids: list[str] = [p["id"] for p in needing]
+        target = ids[(ids.index(self.selected) + 1) % len(ids)] if self.selected in ids else ids[0]
         self.selected = target
         return target
 
@@ -216,7 +214,8 @@ def dead_state(p: dict[str, Any]) -> str | None:
     back from a snapshot, program gone) or ``resumable`` (an agent `pane resume` can start
     again). Source: the Pane's ``restore_state`` and ``live`` (states.md §4)."""
     restore = str(p.get("restore_state") or "LIVE")
-    live = p.get("live") if isinstance(p.get("live"), dict) else {}
+    live_field = p.get("live")
+    live = live_field if isinstance(live_field, dict) else {}
     if restore in ("RESTORED", "RESUMABLE"):
         return restore.lower()
     if restore == "EXITED" or live.get("state") == "exited":
@@ -235,7 +234,10 @@ def why_not_attach(p: dict[str, Any]) -> str | None:
     if dead == "resumable":
         return f"cannot attach: {pid} is not running; start it again: signaltty pane resume {pid}"
     if dead == "restored":
-        return f"cannot attach: {pid} was restored, its program is gone; output: signaltty pane read {pid}"
+        return (
+            f"cannot attach: {pid} was restored, its program is gone; "
+            f"output: signaltty pane read {pid}"
+        )
     code = dead.removeprefix("exited").strip()
     ended = f"exited (code {code})" if code else "exited"
     return f"cannot attach: {pid} has {ended}; output: signaltty pane read {pid}"
@@ -350,7 +352,9 @@ def _row(
         "WORKSPACE": (clean(state.workspaces.get(str(p.get("workspace_id")), "")), dim),
         "TITLE": (title, "bold" if att != "none" else dim),
         "LIFECYCLE": (
-            (dead, "ansired" if failed else DEAD_STYLE) if dead is not None else (life, LIFECYCLE_STYLE.get(life, ""))
+            (dead, "ansired" if failed else DEAD_STYLE)
+            if dead is not None
+            else (life, LIFECYCLE_STYLE.get(life, ""))
         ),
         "ATTENTION": (ATTENTION_LABEL.get(att, clean(att, 20)), ATTENTION_STYLE.get(att, "")),
         "AGE": (pane_age(p, now), dim),

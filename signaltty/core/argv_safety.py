@@ -98,7 +98,9 @@ def id_problem(value: object, grammar: re.Pattern[str] | None = None) -> str | N
     return None
 
 
-def check_id(value: object, grammar: re.Pattern[str] | None = None, *, what: str = "session id") -> str:
+def check_id(
+    value: object, grammar: re.Pattern[str] | None = None, *, what: str = "session id"
+) -> str:
     """Return ``value`` when :func:`id_problem` finds nothing.
 
     Raises:

@@ -35,7 +35,9 @@ def withdraw(pane: Pane, marker: str) -> list[Effect]:
     return clear_attention(pane, marker)
 
 
-def _raise_requirement(pane: Pane, value: Attention, marker: str, cause: str, now: float) -> list[Effect]:
+def _raise_requirement(
+    pane: Pane, value: Attention, marker: str, cause: str, now: float
+) -> list[Effect]:
     # Repeating a blocked state must not re-alert: raise only when it lifts attention.
     if ATTENTION_RANK[value] <= ATTENTION_RANK[pane.attention]:
         return []
@@ -50,7 +52,11 @@ def _turn_done(pane: Pane, source: str, now: float) -> list[Effect]:
         return set_lifecycle(pane, Lifecycle.IDLE, source, now=now)
     effects = set_lifecycle(pane, Lifecycle.DONE, source, now=now)
     effects += raise_attention(
-        pane, Attention.UNREAD, source, "turn_done", now=now,
+        pane,
+        Attention.UNREAD,
+        source,
+        "turn_done",
+        now=now,
         alert=Alert(pane.id, "turn_done", "info", None, pane.last_message),
     )
     return effects
@@ -92,9 +98,13 @@ def on_program_status(
     elif state == "blocked":
         changed = set_lifecycle(pane, Lifecycle.BLOCKED, PROGRAM_STATUS, now=now)
         if kind == "permission":
-            raised = _raise_requirement(pane, Attention.PERMISSION_REQUIRED, PROGRAM_STATUS, "permission", now)
+            raised = _raise_requirement(
+                pane, Attention.PERMISSION_REQUIRED, PROGRAM_STATUS, "permission", now
+            )
         else:
-            raised = _raise_requirement(pane, Attention.INPUT_REQUIRED, PROGRAM_STATUS, "input", now)
+            raised = _raise_requirement(
+                pane, Attention.INPUT_REQUIRED, PROGRAM_STATUS, "input", now
+            )
         if changed or raised:
             effects += _message(pane, message)
         return changed + raised + effects
@@ -180,7 +190,9 @@ def on_screen_state(
             # a dialog inside a turn: the turn was seen working, or the person typed since the
             # last state (the sweep may miss a short "working" between prompt and dialog)
             since = pane.lifecycle_since if pane.lifecycle_since is not None else now
-            pane.dialog_in_turn = lc == Lifecycle.WORKING or (pane.input_at is not None and pane.input_at >= since)
+            pane.dialog_in_turn = lc == Lifecycle.WORKING or (
+                pane.input_at is not None and pane.input_at >= since
+            )
         effects = _message(pane, message) if lc != Lifecycle.BLOCKED else []
         effects += set_lifecycle(pane, Lifecycle.BLOCKED, SCREEN, now=now)
         return effects + _raise_requirement(pane, Attention.INPUT_REQUIRED, SCREEN, "input", now)

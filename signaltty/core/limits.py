@@ -1,4 +1,5 @@
-"""Named limits of signaltty (pure constants; Spec: protocol.md §9, agents.md §7, README quality bars)."""
+"""Named limits of signaltty (pure constants;
+Spec: protocol.md §9, agents.md §7, README quality bars)."""
 
 from typing import Final
 
@@ -61,6 +62,10 @@ MAX_OSC_PAYLOAD: Final = 8192
 # README data flow: one PTY read, and the slice fed to the screen before yielding.
 PTY_READ_BYTES: Final = 64 * 1024
 SCREEN_SLICE_BYTES: Final = 16 * 1024
+# README quality bar (the loop is never held for more than 50 ms): one screen-feeding step
+# runs at most this long (seconds), applying pieces of this many bytes.
+SCREEN_SLICE_S: Final = 0.010
+SCREEN_PIECE_BYTES: Final = 2048
 # desktop-and-service.md §8.1: tail file size (bytes, counting line length + 1).
 TAIL_FILE_BYTES: Final = 64 * 1024
 # issue 13 item 9: variables one pane.spawn/pane.split request may set (`new -e`).

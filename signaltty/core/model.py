@@ -22,7 +22,8 @@ KINDS = ("claude", "codex", "opencode", "cursor", "pi", "generic", "none")
 
 
 def iso(ts: float | None) -> str | None:
-    """Format wall-clock seconds as RFC 3339 UTC with milliseconds (``2026-10-12T08:30:01.123Z``)."""
+    """Format wall-clock seconds as RFC 3339 UTC with milliseconds
+    (``2026-10-12T08:30:01.123Z``)."""
     if ts is None:
         return None
     d = _dt.datetime.fromtimestamp(ts, _dt.UTC)
@@ -128,7 +129,9 @@ class AgentInfo:
             else None,
             session_generation=int(d.get("session_generation") or 0),
             resume_argv=[str(a) for a in resume] if isinstance(resume, list) else None,
-            resume_source=d.get("resume_source") if isinstance(d.get("resume_source"), str) else None,
+            resume_source=d.get("resume_source")
+            if isinstance(d.get("resume_source"), str)
+            else None,
             launch_prefix=[str(a) for a in d.get("launch_prefix") or []],
             config_env={str(k): str(v) for k, v in (d.get("config_env") or {}).items()},
         )
@@ -313,9 +316,7 @@ class Pane:
             "launch_cwd": self.launch_cwd,
             "argv": list(self.argv),
             "pty_size": {"cols": self.cols, "rows": self.rows},
-            "live": {"state": "live"}
-            if self.live
-            else {"state": "exited", "code": self.exit_code},
+            "live": {"state": "live"} if self.live else {"state": "exited", "code": self.exit_code},
             "restore_state": self.restore_state.value,
             "agent": self.agent.to_wire(),
             "process_name": self.process_name,

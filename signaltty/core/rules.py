@@ -201,11 +201,9 @@ def _severity_of(value: Attention) -> str:
 
 
 def compose_message(title: str | None, body: str | None) -> str | None:
-    """``last_message``: ``"<title>: <body>"`` with a title, else the body (≤ 300, states.md §3.2)."""
-    if title and body:
-        text = f"{title}: {body}"
-    else:
-        text = body or title or ""
+    """``last_message``: ``"<title>: <body>"`` with a title, else the body (≤ 300, states.md
+    §3.2)."""
+    text = f"{title}: {body}" if title and body else body or title or ""
     text = sanitize_text(text, MAX_LAST_MESSAGE)
     return text or None
 
@@ -351,7 +349,8 @@ def on_exit(
 
 
 def mark_seen(pane: Pane, reason: str, *, now: float) -> list[Effect]:
-    """``pane.mark_seen`` / attach (states.md §3.10): clears attention unless a decision is pending."""
+    """``pane.mark_seen`` / attach (states.md §3.10): clears attention unless a decision is
+    pending."""
     pane.last_seen_at = now
     effects: list[Effect] = [MarkDirty(), MarkNotificationsRead(pane.id, now)]
     if pane.pending_decision is None:
@@ -397,6 +396,7 @@ def restore(pane: Pane, *, has_resume: bool) -> None:
 
 
 # ---------------------------------------------------------------- hooks (states.md §3.1)
+
 
 @dataclass(slots=True)
 class HookInput:
@@ -493,7 +493,8 @@ def _went_past_request(pane: Pane, hook: HookInput) -> bool:
 
 def resolve_request(pane: Pane, *, now: float) -> list[Effect]:
     """The request was answered in the agent's own dialog (issue 11 item 2): the decision is
-    cleared (its waiter ends, ``moved_on``), the requirement withdrawn, ``blocked`` → ``working``."""
+    cleared (its waiter ends, ``moved_on``), the requirement withdrawn, ``blocked`` →
+    ``working``."""
     effects = clear_decision(pane, "moved_on")
     if pane.attention in (Attention.PERMISSION_REQUIRED, Attention.INPUT_REQUIRED):
         effects += clear_attention(pane, "hook")
@@ -534,14 +535,15 @@ def set_session(
     changed: list[str] = []
     effects: list[Effect] = []
     promotable = info.kind in ("generic", "none")
-    if agent != info.kind and (
-        (session_id is not None and agent in _SPECIFIC) or (promotable and agent != "none")
+    if (
+        agent != info.kind
+        and ((session_id is not None and agent in _SPECIFIC) or (promotable and agent != "none"))
+        and not (agent == "generic" and not promotable)
     ):
-        if not (agent == "generic" and not promotable):
-            info.kind = agent
-            if display_name:
-                info.display_name = display_name
-            changed.append("kind")
+        info.kind = agent
+        if display_name:
+            info.display_name = display_name
+        changed.append("kind")
     if session_id is not None and session_id != info.agent_session_id:
         if info.agent_session_id is not None:
             info.session_generation += 1
@@ -610,7 +612,9 @@ def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
         lifecycle = attention = message = draft = None
     if cls.notice:
         t = draft.title if draft else None
-        effects.append(Alert(pane.id, cls.cause or "message", "info", t, draft.body if draft else None))
+        effects.append(
+            Alert(pane.id, cls.cause or "message", "info", t, draft.body if draft else None)
+        )
         draft = None
     # 9. tool hooks never change a blocked pane
     if cls.tool_hook and pane.lifecycle == Lifecycle.BLOCKED:
@@ -638,8 +642,14 @@ def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
     elif attention is not None:
         cause = cls.cause or _derive_cause(attention)
         dec_id = hook.decision.id if hook.decision is not None else None
-        alert = Alert(pane.id, cause, _severity_of(attention), hook.draft.title if hook.draft else None,
-                      pane.last_message, dec_id)
+        alert = Alert(
+            pane.id,
+            cause,
+            _severity_of(attention),
+            hook.draft.title if hook.draft else None,
+            pane.last_message,
+            dec_id,
+        )
         effects += raise_attention(pane, attention, "hook", cause, now=now, alert=alert)
         raised = True
     # 13. decision
@@ -672,7 +682,9 @@ def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
         note_title, note_body, severity = draft.title, draft.body, draft.severity
     if note_title is not None:
         title = sanitize_text(note_title, MAX_NOTIFICATION_TITLE) or hook.default_title
-        body = sanitize_text(note_body, MAX_NOTIFICATION_BODY, multiline=True) if note_body else None
+        body = (
+            sanitize_text(note_body, MAX_NOTIFICATION_BODY, multiline=True) if note_body else None
+        )
         record = Notification(
             id=hook.notification_id,
             title=title,
@@ -691,7 +703,11 @@ def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
                 effects.append(MarkDirty())
         cause = SEVERITY_CAUSE.get(severity, "message")
         raise_effects = raise_attention(
-            pane, SEVERITY_ATTENTION.get(severity, Attention.UNREAD), "hook", cause, now=now,
+            pane,
+            SEVERITY_ATTENTION.get(severity, Attention.UNREAD),
+            "hook",
+            cause,
+            now=now,
             alert=Alert(pane.id, cause, severity, title, body),
         )
         if raised:  # the classification's alert already speaks for this hook
@@ -709,7 +725,10 @@ def on_answer(pane: Pane, decision_id: str, option_id: str, *, now: float) -> li
     """A delivered answer (states.md §3.9): answered, removed, seen, then resume after answer."""
     pane.pending_decision = None
     effects: list[Effect] = [
-        Emit("decision.answered", {"pane_id": pane.id, "decision_id": decision_id, "option_id": option_id})
+        Emit(
+            "decision.answered",
+            {"pane_id": pane.id, "decision_id": decision_id, "option_id": option_id},
+        )
     ]
     pane.last_seen_at = now
     effects += [MarkDirty(), MarkNotificationsRead(pane.id, now)]
@@ -720,7 +739,8 @@ def on_answer(pane: Pane, decision_id: str, option_id: str, *, now: float) -> li
 
 
 def on_resume(pane: Pane, process_instance: str, *, now: float) -> list[Effect]:
-    """``pane.resume`` (states.md §4): new instance, live, ``unknown`` from ``resume``; attention kept."""
+    """``pane.resume`` (states.md §4): new instance, live, ``unknown`` from ``resume``; attention
+    kept."""
     effects = clear_decision(pane, "moved_on")
     pane.live = True
     pane.exit_code = None

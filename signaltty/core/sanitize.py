@@ -6,6 +6,7 @@ Layer rule: ``core`` does no I/O and imports only the standard library.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Final
 
 ELLIPSIS: Final = "…"
@@ -43,7 +44,26 @@ _INVISIBLE_RANGES: Final = (
     (0xFEFF, 0xFEFF),
     (0xFFF9, 0xFFFB),
     (0xE0000, 0xE007F),
+    # Blank-rendering letters and selectors that are not whitespace to ``str.split`` (issue
+    # 10, third attack pass, A3b): HANGUL CHOSEONG/JUNGSEONG FILLER, HANGUL FILLER,
+    # HALFWIDTH HANGUL FILLER, BRAILLE PATTERN BLANK and the variation selectors. Runs of
+    # them pushed a command's tail out of a one-line banner.
+    (0x115F, 0x1160),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xE0100, 0xE01EF),
 )
+# Printable code points of the ranges above: ``str.isprintable`` is True for them, so the
+# fast paths must look for them explicitly.
+_PRINTABLE_INVISIBLE: Final = re.compile(
+    "[\u115f\u1160\u2800\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]"
+)
+# Combining marks kept after one base character; more stack into an overlay that strikes
+# through or covers neighbouring text (U+0336 runs; A3b). Three keep every real script
+# (Vietnamese needs two, Indic clusters rarely more).
+MAX_COMBINING: Final = 3
 # Whitespace-like controls: a space in one-line text, a newline in multi-line text.
 _LINE_BREAKS: Final = "\n\x0b\x0c\r\x85\u2028\u2029"
 
@@ -79,6 +99,37 @@ def _table(*, multiline: bool) -> dict[int, str | None]:
 
 _ONE_LINE: Final = _table(multiline=False)
 _MULTI_LINE: Final = _table(multiline=True)
+
+
+def _needs_work(text: str) -> bool:
+    """False for text with no control, format or filler character and no combining mark
+    (every ASCII printable text): the translate pass would change nothing."""
+    if text.isascii():
+        return not text.isprintable()
+    return not text.isprintable() or _PRINTABLE_INVISIBLE.search(text) is not None or any(
+        unicodedata.combining(ch) for ch in text
+    )
+
+
+def _cap_combining(text: str) -> str:
+    """Drop combining marks beyond :data:`MAX_COMBINING` in a row (after one base)."""
+    if text.isascii():
+        return text
+    out: list[str] = []
+    run = 0
+    for ch in text:
+        if unicodedata.combining(ch):
+            run += 1
+            if run > MAX_COMBINING:
+                continue
+        else:
+            run = 0
+        out.append(ch)
+    return "".join(out)
+
+
+def _clean(text: str, *, multiline: bool) -> str:
+    return _cap_combining(strip_ansi(text).translate(_MULTI_LINE if multiline else _ONE_LINE))
 
 # Code points a JSON encoder without ``ensure_ascii`` leaves raw although a terminal may act
 # on them or hide text with them: DEL, C1 controls, line/paragraph separators, the invisible
@@ -153,8 +204,8 @@ def sanitize_text(text: str, limit: int, *, multiline: bool = False) -> str:
 
     Spec: agents.md §7.7; states.md §3.2.
     """
-    if not text.isprintable():  # fast path: printable text has no controls or Cf chars
-        text = strip_ansi(text).translate(_MULTI_LINE if multiline else _ONE_LINE)
+    if _needs_work(text):  # fast path: nothing to remove
+        text = _clean(text, multiline=multiline)
     text = text.strip() if multiline else " ".join(text.split())
     return cut(text, limit)
 
@@ -181,9 +232,9 @@ def for_terminal(text: str, *, multiline: bool = False) -> str:
     Spec: agents.md §7.7; issue 10 §7 (every CLI output of text from panes, payloads or
     manifests goes through the sanitizer).
     """
-    if text.isprintable():
+    if not _needs_work(text):
         return text
-    return strip_ansi(text).translate(_MULTI_LINE if multiline else _ONE_LINE)
+    return _clean(text, multiline=multiline)
 
 
 def escape_json_unsafe(encoded: str) -> str:

@@ -12,8 +12,6 @@ match and is reported in ``Evaluation.timed_out``.
 from __future__ import annotations
 
 import re
-import re._constants as _sre_constants  # type: ignore[import-not-found]
-import re._parser as _sre_parser  # type: ignore[import-not-found]
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +19,8 @@ from typing import Final
 
 import regex
 from regex import Pattern
+
+from signaltty.core.regex_cost import CostError, CostLimits, expanded_size
 
 STATES: Final = ("working", "blocked", "idle", "hold")
 # Regions whose text is a list of screen lines (agents.md §5.2).
@@ -59,57 +59,18 @@ class PatternError(ValueError):
 
 
 # Bounds on one pattern's compile cost. The ``regex`` library expands counted repeats while
-# compiling (``a{1000000000}`` takes GBs and never finishes), so the parsed pattern is checked
-# first: no pattern longer than MAX_PATTERN_CHARS, no repeat bound above MAX_REPEAT_BOUND, and
-# no more than MAX_PATTERN_WEIGHT items once nested repeats are multiplied out (about 5 ms of
-# compile time). Real rules stay far below (the longest bundled pattern is ~160 characters).
+# compiling (``a{1000000000}`` takes GBs and never finishes), so the pattern's text is measured
+# first (core/regex_cost.py): no pattern longer than MAX_PATTERN_CHARS, no repeat bound above
+# MAX_REPEAT_BOUND, no groups nested deeper than MAX_PATTERN_NESTING, and no more than
+# MAX_PATTERN_WEIGHT items once nested repeats are multiplied out (about 5 ms of compile time).
+# Real rules stay far below (the longest bundled pattern is ~160 characters).
 MAX_PATTERN_CHARS: Final = 2000
 MAX_REPEAT_BOUND: Final = 1000
 MAX_PATTERN_WEIGHT: Final = 10_000
 MAX_PATTERN_NESTING: Final = 100
-_REPEAT_OPS: Final = frozenset(
-    {_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT, _sre_constants.POSSESSIVE_REPEAT}
+_COST_LIMITS: Final = CostLimits(
+    max_repeat=MAX_REPEAT_BOUND, max_weight=MAX_PATTERN_WEIGHT, max_nesting=MAX_PATTERN_NESTING
 )
-_UNBOUNDED: Final = _sre_constants.MAXREPEAT
-
-
-def _subpatterns(av: object) -> list[_sre_parser.SubPattern]:
-    """The sub-patterns held by one parsed node's argument (groups, branches, assertions …)."""
-    if isinstance(av, _sre_parser.SubPattern):
-        return [av]
-    if isinstance(av, (tuple, list)):
-        out: list[_sre_parser.SubPattern] = []
-        for item in av:
-            if isinstance(item, (_sre_parser.SubPattern, tuple, list)):
-                out.extend(_subpatterns(item))
-        return out
-    return []
-
-
-def _pattern_weight(sub: _sre_parser.SubPattern, depth: int) -> int:
-    """Items of ``sub`` with every counted repeat multiplied out; raises ``PatternError``."""
-    if depth > MAX_PATTERN_NESTING:
-        raise PatternError(f"nested too deeply (max {MAX_PATTERN_NESTING} levels)")
-    total = 0
-    for op, av in sub:
-        if op in _REPEAT_OPS:
-            lo, hi, item = av
-            for bound in (lo, hi):
-                if bound != _UNBOUNDED and bound > MAX_REPEAT_BOUND:
-                    shown = (
-                        f"{{{lo}}}" if lo == hi else f"{{{lo},{'' if hi == _UNBOUNDED else hi}}}"
-                    )
-                    raise PatternError(f"counted repeat {shown} too large (max {MAX_REPEAT_BOUND})")
-            times = hi if hi != _UNBOUNDED else lo
-            total += max(times, 1) * _pattern_weight(item, depth + 1)
-        else:
-            children = _subpatterns(av)
-            total += sum(_pattern_weight(c, depth + 1) for c in children) if children else 1
-        if total > MAX_PATTERN_WEIGHT:
-            raise PatternError(
-                f"too large once repeats are expanded (more than {MAX_PATTERN_WEIGHT} items)"
-            )
-    return total
 
 
 def compile_pattern(text: str) -> Pattern[str]:
@@ -132,14 +93,14 @@ def compile_pattern(text: str) -> Pattern[str]:
             f"bad pattern {shown!r}: too long ({len(text)} characters, max {MAX_PATTERN_CHARS})"
         )
     try:
-        # The documented syntax is Python ``re``: reject what ``re`` rejects even where the
-        # ``regex`` library (used for its time limit) would be more lenient. Parsing is cheap
-        # and never expands repeats; the parse tree gives exact bounds (escaped braces are
-        # literals there, not repeats).
-        _pattern_weight(_sre_parser.parse(text), 0)
+        # The cost is measured from the text first (never expanding a repeat; escaped braces
+        # are literals, not repeats, as for ``re``). The documented syntax is Python ``re``:
+        # reject what ``re`` rejects even where the ``regex`` library (used for its time
+        # limit) would be more lenient; ``re`` never expands repeats either.
+        expanded_size(text, _COST_LIMITS)
         re.compile(text)
         return regex.compile(text, flags=regex.VERSION0)
-    except PatternError as exc:
+    except CostError as exc:
         raise PatternError(f"bad pattern {shown!r}: {exc}") from None
     except (re.error, regex.error, ValueError, OverflowError, RecursionError) as exc:
         raise PatternError(f"bad pattern {shown!r}: {exc}") from None

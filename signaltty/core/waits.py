@@ -20,7 +20,8 @@ OUTCOMES = LIFECYCLE_VALUES | ATTENTION_VALUES | frozenset(ALIASES) | {"exited"}
 
 
 class WaitError(ValueError):
-    """A wait request the rules refuse; ``code`` is the wire code (``BAD_PARAMS``/``IDENTITY_CHANGED``)."""
+    """A wait request the rules refuse; ``code`` is the wire code
+    (``BAD_PARAMS``/``IDENTITY_CHANGED``)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

@@ -1,7 +1,8 @@
 """The D-Bus service ``dev.signaltty.Signaltty`` on the session bus (jeepney, daemon loop).
 
-Every method goes through ``Router.call`` (or ``Router.notify`` with source ``dbus``), so
-D-Bus answers are checked exactly like socket answers. Failures are logged once and never
+Every method goes through the daemon's protocol methods (``host.DbusHost``: ``call``,
+``answer_as_bus_caller`` with the caller's pid, ``notify`` with source ``dbus``), so D-Bus
+answers are checked exactly like socket answers. Failures are logged once and never
 stop the daemon; a lost bus is reconnected and the name requested again.
 Spec: desktop-and-service.md §7 (methods, signals, properties, errors, access, XML), §2.2
 (name released at shutdown), §9 (per-call uid check).
@@ -15,7 +16,7 @@ import json
 import os
 import stat
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import structlog
 from jeepney import (
@@ -33,11 +34,11 @@ from jeepney.bus import get_bus
 from jeepney.io.asyncio import DBusConnection
 
 from signaltty import __version__
+from signaltty.desktop.host import DbusHost, Unsubscribe
+from signaltty.desktop.namebirths import NameBirths
 from signaltty.proto import constants
 from signaltty.proto.envelope import SignalttyError
-
-if TYPE_CHECKING:
-    from signaltty.server.daemon import Daemon
+from signaltty.system.procref import ProcessRef
 
 log = structlog.get_logger("signaltty.dbus")
 
@@ -136,7 +137,7 @@ _STANDARD_XML: Final = """  <interface name="org.freedesktop.DBus.Introspectable
     <method name="Ping"/>
     <method name="GetMachineId"><arg name="machine_uuid" direction="out" type="s"/></method>
   </interface>
-"""
+"""  # noqa: E501 - the standard interfaces, one element a line
 
 
 def introspection_xml() -> str:
@@ -198,14 +199,16 @@ class DbusService:
     connection loop runs in the background and reconnects when the bus goes away.
     """
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.d = daemon
+    def __init__(self, host: DbusHost) -> None:
+        self.host = host
         self.uid = os.getuid()
         self.name_owned = False
         self.unavailable_reason: str | None = None
         self._conn: DBusConnection | None = None
         self._pending: dict[int, asyncio.Future[Message]] = {}
         self._uids: dict[str, int] = {}
+        # when each caller's connection appeared: binds its pid (attack pass 3, A1)
+        self._births = NameBirths()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._runner: asyncio.Task[None] | None = None
         self._closing = False
@@ -214,6 +217,7 @@ class DbusService:
         self._props_sent_at = 0.0
         self._logged: set[str] = set()
         self.dropped_signals = 0
+        self._unsubscribe: Unsubscribe | None = None
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -221,14 +225,14 @@ class DbusService:
         """Start the connection loop and observe state events (idempotent)."""
         if self._runner is not None:
             return
-        self.d.store.bus.observers.append(self._on_event)
+        self._unsubscribe = self.host.observe_events(self._on_event)
         self._runner = asyncio.get_running_loop().create_task(self._run(), name="dbus")
 
     async def close(self) -> None:
         """Release the name and close the connection (shutdown; idempotent)."""
         self._closing = True
-        with contextlib.suppress(ValueError):
-            self.d.store.bus.observers.remove(self._on_event)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
         if self._props_handle is not None:
             self._props_handle.cancel()
         if self._runner is not None:
@@ -295,6 +299,7 @@ class DbusService:
             "member='NameOwnerChanged',path='/org/freedesktop/DBus'"
         )
         await self._call_bus("AddMatch", "s", (match_rule,))
+        self._births.start()  # every NameOwnerChanged reaches us from here on
         reply = await self._call_bus("RequestName", "su", (BUS_NAME, 4))  # DO_NOT_QUEUE
         code = reply.body[0]
         if code in (1, 4):  # PRIMARY_OWNER, ALREADY_OWNER
@@ -324,7 +329,7 @@ class DbusService:
         conn = conn or self._conn
         if conn is None or conn.writer.is_closing():
             return None
-        serial = next(conn.outgoing_serial)
+        serial = int(next(conn.outgoing_serial))
         conn.writer.write(msg.serialise(serial))
         return serial
 
@@ -363,6 +368,9 @@ class DbusService:
                     and len(msg.body) == 3
                 ):
                     name, _old, new = msg.body
+                    # the bus's own signal only: any client may send us one by that name
+                    if msg.header.fields.get(HeaderFields.sender) == "org.freedesktop.DBus":
+                        self._births.observe(tuple(msg.body))
                     if not new:
                         self._uids.pop(name, None)
             elif mtype == MessageType.method_call:
@@ -422,7 +430,7 @@ class DbusService:
         sender = fields.get(HeaderFields.sender)
         await self._check_caller(sender)
         handler: Callable[..., Awaitable[tuple[Any, ...]]] = getattr(self, "_m_" + member)
-        if member == "AnswerPermission":
+        if member in ("AnswerPermission", "Notify"):
             return spec[1], await handler(sender, *msg.body)  # the guard needs the caller
         return spec[1], await handler(*msg.body)
 
@@ -451,15 +459,14 @@ class DbusService:
     # ---------------------------------------------------------------- properties
 
     def _prop_values(self) -> dict[str, Any]:
-        store = self.d.store
-        panes = store.panes.values()
+        counts = self.host.counts()
         return {
             "Version": __version__,
             "Protocol": constants.PROTOCOL,
-            "SocketPath": str(self.d.socket_path),
-            "LivePanes": sum(1 for p in panes if p.live),
-            "PendingPermissions": sum(1 for p in panes if p.pending_decision is not None),
-            "AttentionPanes": sum(1 for p in panes if p.attention.value != "none"),
+            "SocketPath": self.host.socket_path,
+            "LivePanes": counts.live,
+            "PendingPermissions": counts.pending_permissions,
+            "AttentionPanes": counts.attention,
         }
 
     def _properties(
@@ -533,8 +540,8 @@ class DbusService:
     # ---------------------------------------------------------------- methods
 
     async def _m_Status(self) -> tuple[Any, ...]:
-        st = await self.d.router.call(None, "server.status", {})
-        panes = self.d.store.panes.values()
+        st = await self.host.call("server.status", {})
+        counts = self.host.counts()
         values = {
             "version": ("s", st["version"]),
             "protocol": ("s", st["protocol"]),
@@ -545,15 +552,15 @@ class DbusService:
             "workspaces": ("u", st["workspaces"]),
             "panes": ("u", st["panes"]),
             "live_panes": ("u", st["live_panes"]),
-            "attention_panes": ("u", sum(1 for p in panes if p.attention.value != "none")),
-            "pending_permissions": ("u", sum(1 for p in panes if p.pending_decision is not None)),
+            "attention_panes": ("u", counts.attention),
+            "pending_permissions": ("u", counts.pending_permissions),
             "notifications_mode": ("s", st["notifications"]["mode"]),
             "notifications_available": ("b", bool(st["notifications"]["available"])),
         }
         return (values,)
 
     async def _m_ListPanes(self) -> tuple[Any, ...]:
-        res = await self.d.router.call(None, "pane.list", {})
+        res = await self.host.call("pane.list", {})
         rows = [
             (
                 p["id"],
@@ -569,14 +576,14 @@ class DbusService:
         return (rows,)
 
     async def _m_GetPane(self, pane_id: str) -> tuple[Any, ...]:
-        res = await self.d.router.call(None, "pane.get", {"pane_id": pane_id})
+        res = await self.host.call("pane.get", {"pane_id": pane_id})
         return (json.dumps(res["pane"], separators=(",", ":"), ensure_ascii=False),)
 
     async def _m_ListPermissions(self) -> tuple[Any, ...]:
-        res = await self.d.router.call(None, "permission.list", {})
+        res = await self.host.call("permission.list", {})
         rows = []
         for item in res["permissions"]:
-            dec = self._decision(item["pane_id"], item["decision_id"])
+            dec = self.host.pending_decision(item["pane_id"], item["decision_id"])
             deadline = int(dec.deadline * 1000) if dec is not None and dec.deadline else 0
             rows.append(
                 (
@@ -592,25 +599,22 @@ class DbusService:
             )
         return (rows,)
 
-    def _decision(self, pane_id: str, decision_id: str) -> Any:
-        pane = self.d.store.panes.get(pane_id)
-        dec = pane.pending_decision if pane is not None else None
-        return dec if dec is not None and dec.id == decision_id else None
-
     async def _m_AnswerPermission(self, sender: str, target: str, verdict: str) -> tuple[Any, ...]:
-        """Answer through the router with the caller's pid, so the self-approval guard
+        """Answer with the caller's pid, so the self-approval guard
         (issue #10 item 3) sees who is calling: a process inside a pane gets
         ``dev.signaltty.Error.FORBIDDEN``; a caller whose pid the bus cannot tell too."""
         key = "pane_id" if target.startswith("pane_") else "decision_id"
         raw = {key: target, "verdict": verdict}
-        res = await self.d.router.answer_as("dbus", await self._caller_pid(sender), raw)
+        res = await self.host.answer_as_bus_caller(await self._caller(sender), raw)
         return (res["lifecycle"], res["attention"])
 
-    async def _caller_pid(self, sender: str) -> int | None:
-        """``GetConnectionUnixProcessID`` of ``sender``; None when the bus cannot tell.
+    async def _caller(self, sender: str) -> ProcessRef | None:
+        """``GetConnectionUnixProcessID`` of ``sender``, bound by when its connection
+        appeared (``namebirths``); None when the bus cannot tell.
 
         Asked at every answer, never cached: a unique name is one connection, but the
-        process holding it may hand it on (fork) and exit; the guard then sees a gone pid.
+        process holding it may hand it on (fork) and exit; the guard then sees a gone pid,
+        or a reused one started after the connection appeared (attack pass 3, A1).
         """
         try:
             reply = await self._call_bus("GetConnectionUnixProcessID", "s", (sender,))
@@ -618,18 +622,18 @@ class DbusService:
         except Exception as exc:  # noqa: BLE001 - any failure: unknown caller, refused
             log.warning("dbus.caller_pid_unknown", error=type(exc).__name__)
             return None
-        return pid if pid > 0 else None
+        return ProcessRef(pid, born_by=self._births.born_by(sender)) if pid > 0 else None
 
     async def _m_MarkSeen(self, pane_id: str) -> tuple[Any, ...]:
-        res = await self.d.router.call(None, "pane.mark_seen", {"pane_id": pane_id})
+        res = await self.host.call("pane.mark_seen", {"pane_id": pane_id})
         return (res["pane"]["attention"],)
 
     async def _m_FocusNextUnread(self) -> tuple[Any, ...]:
-        res = await self.d.router.call(None, "focus.next_unread", {})
+        res = await self.host.call("focus.next_unread", {})
         return (res.get("pane_id") or "",)
 
     async def _m_Notify(
-        self, pane_id: str, title: str, body: str, severity: str
+        self, sender: str, pane_id: str, title: str, body: str, severity: str
     ) -> tuple[Any, ...]:
         from signaltty.proto import params as P  # pydantic stays out of module import time
 
@@ -645,7 +649,9 @@ class DbusService:
             raise SignalttyError(
                 *_bad_params(exc, {"severity": "info, warning, error or empty"})
             ) from None
-        res = self.d.router.notify(p.pane_id, p.title, p.body, p.severity or "info", "dbus")
+        res = await self.host.notify_as_bus_caller(
+            await self._caller(sender), p.pane_id, p.title, p.body, p.severity or "info"
+        )
         return (res["notification"]["id"],)
 
 
@@ -675,7 +681,7 @@ def session_bus_socket(env: dict[str, str] | None = None) -> str:
             + (f" and {candidate} is not a socket" if candidate else " (nor XDG_RUNTIME_DIR)")
         )
     try:
-        return get_bus(address)
+        return str(get_bus(address))
     except (ValueError, RuntimeError, StopIteration) as exc:
         raise NoSessionBus(f"unusable DBUS_SESSION_BUS_ADDRESS ({exc})"[:300]) from None
 
@@ -720,7 +726,7 @@ def _bad_params(exc: Exception, allowed: dict[str, str]) -> tuple[str, str, dict
     """``(code, message, details)`` of a ``BAD_PARAMS`` for a pydantic error: the message
     names the argument, what it allows (``allowed`` overrides the library's wording, for
     D-Bus arguments where an empty string means "not given") and the value received."""
-    errors = getattr(exc, "errors", lambda: [])()
+    errors: list[dict[str, Any]] = getattr(exc, "errors", lambda: [])()
     if not errors:
         return "BAD_PARAMS", str(exc)[:200], {}
     err = errors[0]

@@ -26,6 +26,19 @@ match rule cannot say "the server that took *this* id"), unicast signals bypass 
 anyway, and seeing a forgery lets us log it. desktop-notifier's D-Bus backend hides the
 sender of a signal and the reply's sender of ``Notify``, so it cannot apply this rule.
 
+4. Action keys are per notification and unguessable: ``allow-<32 hex>`` (128 random bits)
+   instead of ``allow``, mapped back on a press. A program that replaces our notification
+   by id (``replaces_id``; GNOME Shell and others accept that from any sender) cannot offer
+   a button that answers ours without knowing the key (issue 10, third attack pass, A12).
+5. Tamper detection: a second connection watches ``Notify`` calls on the bus
+   (``BecomeMonitor``, else an ``eavesdrop='true'`` match; dbus-daemon allows both to the
+   bus's own uid). A ``Notify`` from any other sender whose ``replaces_id`` is one of our
+   live ids marks that notification tampered: its presses run nothing, it is logged
+   (``notify.tampered``) and ``on_tampered(id)`` lets the notifier withdraw it and post a
+   fresh one. A bus that allows neither is logged once (``notify.tamper_detection_off``).
+   Limit: a same-uid monitor can read the keys of our own ``Notify``; that program could
+   also drive the person's session in other ways (docs/security.md).
+
 Replies and signals are handled in arrival order by one reader: the id of a ``Notify`` is
 recorded when its reply is read, before any later signal is looked at.
 
@@ -42,6 +55,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -58,6 +72,9 @@ from jeepney import (
 )
 from jeepney.io.asyncio import DBusConnection
 
+from signaltty.desktop.namebirths import MATCH_APPEARED, NameBirths
+from signaltty.system.procref import ProcessRef
+
 log = structlog.get_logger("signaltty.notify")
 
 NAME: Final = "org.freedesktop.Notifications"
@@ -66,6 +83,13 @@ _DBUS: Final = DBusAddress(
     "/org/freedesktop/DBus", bus_name="org.freedesktop.DBus", interface="org.freedesktop.DBus"
 )
 _MATCH: Final = f"type='signal',interface='{NAME}',path='{PATH}'"
+# Notify calls of every client, for the tamper watch (module docstring, step 5)
+_WATCH: Final = f"type='method_call',interface='{NAME}',member='Notify'"
+_MONITORING: Final = DBusAddress(
+    "/org/freedesktop/DBus", bus_name="org.freedesktop.DBus",
+    interface="org.freedesktop.DBus.Monitoring",
+)
+PLAIN_KEYS: Final = frozenset({"default"})  # spec-defined keys servers treat specially
 CALL_TIMEOUT_S: Final = 3.0
 MAX_LOGGED_PER_SENDER: Final = 10  # ignored signals logged per sender (a flood is counted)
 MAX_TRACKED_SENDERS: Final = 256
@@ -113,8 +137,8 @@ class Target:
 
 
 _OnReply = Callable[[Message], None]
-# pid of a notification server → None when it may be sent to (the person's), else why not
-Vouch = Callable[[int], Awaitable[str | None]]
+# a notification server's process → None when it may be sent to (the person's), else why not
+Vouch = Callable[[ProcessRef], Awaitable[str | None]]
 
 
 @dataclass(slots=True)
@@ -122,6 +146,14 @@ class _Sent:
     server: str  # unique name the Notify call went to
     on_action: Callable[[str], None]
     acted: bool = False  # an action ran; only the withdrawal is left
+    keys: dict[str, str] | None = None  # key on the wire → key the caller offered
+    tampered: bool = False  # another program replaced it by id: presses run nothing
+
+
+def wire_key(key: str) -> str:
+    """The key a notification offers for ``key``: ``default`` as it is, any other
+    ``<key>-<32 hex>`` (128 random bits; module docstring, step 4)."""
+    return key if key in PLAIN_KEYS else f"{key}-{secrets.token_hex(16)}"
 
 
 class FdoNotifications:
@@ -136,6 +168,8 @@ class FdoNotifications:
         # pid → None (the person's process) or why not (a pane's); step 1b of the docstring
         self._vouch = vouch
         self._vouched: dict[str, str | None] = {}
+        # when each connection appeared: binds the server's pid (attack pass 3, A1)
+        self._births = NameBirths()
         self.alive = False
         self._conn: DBusConnection | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -146,6 +180,12 @@ class FdoNotifications:
         self._targets: dict[str, Target] = {}  # unique name → capabilities read once
         self._ignored: dict[str, int] = {}
         self._closing: set[asyncio.Task[None]] = set()  # withdrawals after an action
+        # tamper watch (module docstring, step 5): a live id of ours replaced by another
+        # sender → on_tampered(id), set by the notifier
+        self.on_tampered: Callable[[int], None] | None = None
+        self.watching: str | None = None  # "monitor", "eavesdrop" or None (off)
+        self._watch_conn: DBusConnection | None = None
+        self._watch_reader: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------- connection
 
@@ -165,6 +205,96 @@ class FdoNotifications:
             self._read(conn), name="notify-reader"
         )
         await self._call(_DBUS, "AddMatch", "s", (_MATCH,))
+        await self._call(_DBUS, "AddMatch", "s", (MATCH_APPEARED,))
+        self._births.start()
+        # in the background: sending never waits for (or fails with) the watch
+        self._watch_reader = asyncio.get_running_loop().create_task(
+            self._start_watch(), name="notify-watch"
+        )
+
+    async def _start_watch(self) -> None:
+        """Open the tamper watch (module docstring, step 5) and read it; log once when the
+        bus refuses. Runs as the ``notify-watch`` task until :meth:`disconnect`."""
+        from signaltty.desktop.dbus import _open_session_bus
+
+        try:
+            async with asyncio.timeout(CALL_TIMEOUT_S):
+                conn = await _open_session_bus()
+        except Exception as exc:  # noqa: BLE001 - the notifications still work without it
+            _tamper_detection_off(f"no second bus connection: {type(exc).__name__}")
+            return
+        self._watch_conn = conn
+        try:
+            mode = await self._become_watcher(conn)
+            if mode is None:
+                return
+            self.watching = mode
+            log.info("notify.tamper_watch", mode=mode)
+            await self._watch(conn)
+        finally:
+            self.watching = None
+            with contextlib.suppress(Exception):
+                conn.writer.close()
+
+    async def _become_watcher(self, conn: DBusConnection) -> str | None:
+        """``monitor`` or ``eavesdrop``, whichever the bus grants first; else None (logged)."""
+        why = "no reply"
+        for mode in ("monitor", "eavesdrop"):
+            if mode == "monitor":
+                call = new_method_call(_MONITORING, "BecomeMonitor", "asu", ([_WATCH], 0))
+            else:
+                call = new_method_call(_DBUS, "AddMatch", "s", (f"eavesdrop='true',{_WATCH}",))
+            serial = next(conn.outgoing_serial)
+            try:
+                conn.writer.write(call.serialise(serial))
+                async with asyncio.timeout(CALL_TIMEOUT_S):
+                    while True:
+                        reply = await conn.receive()
+                        if reply.header.fields.get(HeaderFields.reply_serial) == serial:
+                            break
+            except Exception as exc:  # noqa: BLE001
+                why = type(exc).__name__
+                break
+            if reply.header.message_type == MessageType.method_return:
+                return mode
+            why = str(reply.header.fields.get(HeaderFields.error_name))
+        _tamper_detection_off(f"the bus allows neither monitoring nor eavesdropping ({why})")
+        return None
+
+    async def _watch(self, conn: DBusConnection) -> None:
+        """Read the watched ``Notify`` calls; never answers them (they are not ours)."""
+        try:
+            while True:
+                msg = await conn.receive()
+                if msg.header.message_type == MessageType.method_call:
+                    self._on_watched(msg)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the bus went away
+            log.info("notify.watch_closed", reason=f"{type(exc).__name__}"[:100])
+
+    def _on_watched(self, msg: Message) -> None:
+        fields = msg.header.fields
+        if (
+            fields.get(HeaderFields.member) != "Notify"
+            or fields.get(HeaderFields.interface) != NAME
+            or fields.get(HeaderFields.signature) != "susssasa{sv}i"
+        ):
+            return
+        sender = str(fields.get(HeaderFields.sender) or "")
+        ours = getattr(self._conn, "unique_name", None)
+        replaces = msg.body[1]
+        sent = self._sent.get(replaces) if isinstance(replaces, int) and replaces else None
+        if sent is None or sender == ours or sent.tampered or sent.acted:
+            return
+        sent.tampered = True
+        log.warning("notify.tampered", notification_id=replaces, sender=sender[:64],
+                    server=sent.server)
+        if self.on_tampered is not None:
+            try:
+                self.on_tampered(replaces)
+            except Exception:  # noqa: BLE001 - a callback must not end the watch
+                log.exception("notify.tamper_callback_failed", notification_id=replaces)
 
     def disconnect(self) -> None:
         """Close the connection (idempotent); pending calls fail, ids are forgotten."""
@@ -180,6 +310,13 @@ class FdoNotifications:
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.writer.close()
+        watch, self._watch_conn = self._watch_conn, None
+        if self._watch_reader is not None:
+            self._watch_reader.cancel()
+            self._watch_reader = None
+        if watch is not None:
+            with contextlib.suppress(Exception):
+                watch.writer.close()
 
     def _fail_pending(self, exc: BaseException) -> None:
         pending, self._pending = self._pending, {}
@@ -317,7 +454,7 @@ class FdoNotifications:
         except Exception as exc:  # noqa: BLE001 - an untraceable server is refused
             return f"its process cannot be traced: {type(exc).__name__}"
         try:
-            return await self._vouch(pid)
+            return await self._vouch(ProcessRef(pid, born_by=self._births.born_by(unique_name)))
         except Exception as exc:  # noqa: BLE001
             return f"its process cannot be traced: {type(exc).__name__}"
 
@@ -346,13 +483,16 @@ class FdoNotifications:
         on_action: Callable[[str], None],
     ) -> int:
         """Show a notification on ``target``; ``on_action(key)`` runs at most once, for a
-        press from ``target`` only.
+        press from ``target`` only, of a key offered here, on a notification nobody else
+        replaced (module docstring, steps 3–5).
 
         Args:
             target: from :meth:`target`.
             summary: plain-text title. body: text as the server should receive it
                 (already escaped for ``body-markup`` servers).
-            actions: ``(key, label)`` pairs (``default`` = body click).
+            actions: ``(key, label)`` pairs (``default`` = body click). On the wire each
+                key but ``default`` gets a fresh random suffix (:func:`wire_key`);
+                ``on_action`` receives the key given here.
             urgency: ``low``, ``normal`` or ``critical``.
             expire_ms: 0 never expires, -1 the server's default, else milliseconds.
             sound: ask for the standard message sound.
@@ -367,7 +507,9 @@ class FdoNotifications:
         hints: dict[str, tuple[str, Any]] = {"urgency": ("y", URGENCY.get(urgency, 1))}
         if sound:
             hints["sound-name"] = ("s", SOUND_NAME)
-        flat = [part for pair in actions for part in pair]
+        keys = {wire_key(key): key for key, _label in actions}
+        wired = dict(zip(keys.values(), keys.keys(), strict=True))  # key → its wire key
+        flat = [part for key, label in actions for part in (wired[key], label)]
         server = target.unique_name
 
         def register(msg: Message) -> None:
@@ -379,7 +521,7 @@ class FdoNotifications:
             ):
                 if len(self._sent) >= MAX_SENT:  # servers that never report a close
                     del self._sent[next(iter(self._sent))]
-                self._sent[msg.body[0]] = _Sent(server, on_action)
+                self._sent[msg.body[0]] = _Sent(server, on_action, keys=keys)
 
         reply = await self._call(
             _server(server),
@@ -417,6 +559,10 @@ class FdoNotifications:
     def _on_signal(self, msg: Message) -> None:
         fields = msg.header.fields
         member = fields.get(HeaderFields.member)
+        sender = fields.get(HeaderFields.sender)
+        if member == "NameOwnerChanged" and sender == "org.freedesktop.DBus":  # not a client's
+            self._births.observe(tuple(msg.body))
+            return
         if (
             fields.get(HeaderFields.interface) != NAME
             or fields.get(HeaderFields.path) != PATH
@@ -439,6 +585,13 @@ class FdoNotifications:
             return
         if sent.acted:
             return  # a second press of a notification the server kept: runs nothing
+        if sent.tampered:
+            # another program's text is on it now: whatever was pressed, the person did not
+            # read our request (A12); the notifier withdraws it and posts a fresh one
+            log.warning("notify.action_ignored", reason="the notification was replaced by "
+                        "another program", signal=member, notification_id=nid,
+                        sender=sender, server=sent.server)
+            return
         sent.acted = True
         if self._vouch is not None:
             # checked again at the press, fresh: the server may have moved into a pane's
@@ -456,11 +609,19 @@ class FdoNotifications:
             log.warning("notify.action_ignored", sender=sender, member="ActionInvoked",
                         notification_id=nid, why=why)
             return
+        if sent.tampered:  # replaced while the press was being checked
+            log.warning("notify.action_ignored", reason="the notification was replaced by "
+                        "another program", notification_id=nid, sender=sender)
+            return
         self._run_action(nid, sent, key)
 
-    def _run_action(self, nid: int, sent: _Sent, key: str) -> None:
+    def _run_action(self, nid: int, sent: _Sent, wire: str) -> None:
+        key = sent.keys.get(wire) if sent.keys is not None else wire
         try:
-            sent.on_action(key)
+            if key is None:  # not a key this notification offered (a guessed "allow")
+                log.warning("notify.action_not_offered", key=wire[:40], notification_id=nid)
+            else:
+                sent.on_action(key)
         except Exception:  # noqa: BLE001 - a callback must not end the reader
             log.exception("notify.action_failed", notification_id=nid)
         # Withdraw it: the server may keep it after the action (module docstring). When it
@@ -490,6 +651,15 @@ class FdoNotifications:
                 server=server,
                 count=count,
             )
+
+
+_off_logged: list[str] = []  # the tamper watch is off: logged once per daemon
+
+
+def _tamper_detection_off(reason: str) -> None:
+    if not _off_logged:
+        _off_logged.append(reason)
+        log.warning("notify.tamper_detection_off", reason=reason[:200])
 
 
 def _server(unique_name: str) -> DBusAddress:

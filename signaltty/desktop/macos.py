@@ -9,6 +9,7 @@ Not used on Linux (see fdo.py for why). Spec: desktop-and-service.md §6.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -61,7 +62,7 @@ class LibraryNotifications:
         from desktop_notifier import DEFAULT_SOUND, Button, Notification, Urgency
 
         buttons = tuple(
-            Button(label, on_pressed=lambda key=key: on_action(key))
+            Button(label, on_pressed=functools.partial(on_action, key))
             for key, label in actions
             if key != "default"
         )

@@ -1,8 +1,9 @@
 """Desktop notifications: alerts → intents → notifications, buttons → the router.
 
 Alerts from the store become intents; after the settle delay ``policy`` decides whether and
-what to show. Buttons and body clicks go back through ``Router.call`` with opaque ids only;
-a body click also opens the person's terminal on the pane (``terminal.py``).
+what to show. Buttons and body clicks go back to the daemon through its ``host.NotifierHost``
+(the protocol methods) with opaque ids only; a body click also opens the person's terminal
+on the pane (``terminal.py``).
 The server is reached through ``fdo.FdoNotifications`` on Linux (which obeys a button only
 from the verified server the notification went to; issue 10 §2) and ``desktop-notifier``
 (``macos.LibraryNotifications``) on macOS. Every call runs under a timeout; a failed
@@ -17,18 +18,17 @@ import contextlib
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-import psutil
 import structlog
 
-from signaltty.core import rules
+from signaltty.core import rules, verdicts
+from signaltty.core.model import Decision
 from signaltty.desktop import policy
 from signaltty.desktop.fdo import ServerRefused, Target
+from signaltty.desktop.host import NotifierHost, Unsubscribe
 from signaltty.proto.envelope import SignalttyError
-
-if TYPE_CHECKING:
-    from signaltty.server.daemon import Daemon
+from signaltty.system.procref import ProcessRef
 
 log = structlog.get_logger("signaltty.notify")
 
@@ -62,16 +62,10 @@ class Notifier:
             (``server.status.notifications.available``).
     """
 
-    def __init__(self, daemon: Daemon) -> None:
-        cfg = daemon.config.notifications
-        self.d = daemon
-        self.terminal = daemon.config.desktop.terminal  # None: $TERMINAL and the fallbacks
-        self.settings = policy.Settings(
-            mode=cfg.mode,
-            settle_s=cfg.settle_ms / 1000.0,
-            suppress_when_attached=cfg.suppress_when_attached,
-            sound=cfg.sound,
-        )
+    def __init__(self, host: NotifierHost) -> None:
+        self.host = host
+        self.terminal = host.terminal_command  # None: $TERMINAL and the fallbacks
+        self.settings = host.notification_settings
         self.available = False
         self._actions = False  # the server's "actions" capability, as last read
         self.reason: str | None = None
@@ -86,13 +80,16 @@ class Notifier:
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
+        self._unsubscribe: list[Unsubscribe] = []
 
     # ---------------------------------------------------------------- lifecycle
 
     def start(self) -> None:
         """Hook into the store (alerts, state events) and probe the server in the background."""
-        self.d.store.alert_sinks.append(self.on_alert)
-        self.d.store.bus.observers.append(self._on_event)
+        self._unsubscribe = [
+            self.host.observe_alerts(self.on_alert),
+            self.host.observe_events(self._on_event),
+        ]
         self._spawn(self._probe())
 
     async def _probe(self) -> None:
@@ -102,10 +99,8 @@ class Notifier:
     async def close(self) -> None:
         """Withdraw every notification and drop the connection (shutdown; idempotent)."""
         self._closed = True
-        with contextlib.suppress(ValueError):
-            self.d.store.alert_sinks.remove(self.on_alert)
-        with contextlib.suppress(ValueError):
-            self.d.store.bus.observers.remove(self._on_event)
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
         for intent in self._intents.values():
             if intent.handle is not None:
                 intent.handle.cancel()
@@ -169,6 +164,7 @@ class Notifier:
                 from signaltty.desktop.fdo import FdoNotifications
 
                 self._server = FdoNotifications(vouch=self._vouch)
+                self._server.on_tampered = self._tampered
             async with asyncio.timeout(CALL_TIMEOUT_S):
                 await self._server.open()
                 self._actions = (await self._server.target()).actions
@@ -182,18 +178,13 @@ class Notifier:
         self._warned = False
         return True
 
-    async def _vouch(self, pid: int) -> str | None:
-        """A notification server's pid → None when it runs outside every pane, else why not.
+    async def _vouch(self, server: ProcessRef) -> str | None:
+        """A notification server's process → None when it runs outside every pane, else why.
 
-        The self-approval guard's check (``HookService.origin``), never skipped by
+        The self-approval guard's check (``NotifierHost.inside_pane``), never skipped by
         ``permissions.answer_from_panes``: a server in a pane could press its own buttons.
         """
-        from signaltty.server.hooks import Caller
-
-        origin = await self.d.hooks.origin(Caller("notification", pid))
-        if not origin.inside:
-            return None
-        return origin.why + (f" {origin.pane_id}" if origin.pane_id else "")
+        return await self.host.inside_pane(server)
 
     async def _target(self) -> Target | None:
         """The server for the next send, checked again (its owner may have changed)."""
@@ -256,18 +247,17 @@ class Notifier:
     def _view(self, pane_id: str | None) -> policy.PaneView | None:
         if pane_id is None:
             return None
-        pane = self.d.store.panes.get(pane_id)
-        if pane is None:
+        snap = self.host.pane(pane_id)
+        if snap is None:
             return None
-        ws = self.d.store.workspaces.get(pane.workspace_id)
-        rt = self.d.runtimes.get(pane_id)
+        pane = snap.pane
         dec = pane.pending_decision
         return policy.PaneView(
             pane_id=pane.id,
-            name=policy.pane_name(pane.label, ws.name if ws is not None else None, pane.title),
+            name=policy.pane_name(pane.label, snap.workspace_name, pane.title),
             display_name=pane.agent.display_name or "Terminal",
             attention=pane.attention.value,
-            attached=bool(rt is not None and rt.viewers),
+            attached=snap.attached,
             last_message=pane.last_message,
             exit_code=pane.exit_code,
             decision=policy.DecisionView(
@@ -389,11 +379,33 @@ class Notifier:
                 if timed_out and live.decision_id is not None:
                     body = live.body
                 self._spawn(self._withdraw_locked(pane_id))
-        pane_id = payload.get("pane_id")
-        if timed_out and isinstance(pane_id, str) and not self._closed:
-            self.on_alert(
-                rules.Alert(pane_id, policy.TERMINAL_PROMPT, "warning", body=body or None)
-            )
+        asked = payload.get("pane_id")
+        if timed_out and isinstance(asked, str) and not self._closed:
+            self.on_alert(rules.Alert(asked, policy.TERMINAL_PROMPT, "warning", body=body or None))
+
+    def _tampered(self, identifier: int) -> None:
+        """fdo's tamper watch: another program replaced our notification ``identifier`` by
+        id (A12). Its presses already run nothing; withdraw it and post a fresh one."""
+        for pane_id, live in list(self._live.items()):
+            if live.identifier == identifier:
+                self._spawn(self._repost(pane_id, live))
+
+    async def _repost(self, pane_id: str, live: _Live) -> None:
+        async with self._lock:
+            if self._live.get(pane_id) is not live:
+                return  # already withdrawn or replaced by a newer notification of ours
+            await self._withdraw(pane_id)
+            view = self._view(pane_id)
+            if self._server is None or policy.drop_reason(
+                live.cause, live.decision_id, view, True, self.settings
+            ) is not None:
+                return
+            target = await self._target()
+            if target is None:
+                return
+            content = policy.render(live.cause, None, live.body, view, self.settings,
+                                    actions=target.actions)
+            await self._show(policy.tampered(content), target)
 
     async def _withdraw_locked(self, pane_id: str) -> None:
         async with self._lock:
@@ -402,16 +414,14 @@ class Notifier:
     # ---------------------------------------------------------------- actions
 
     async def _answer(self, pane_id: str, decision_id: str, verdict: str) -> None:
-        """A button: ``decision.answer`` through the router (every check applies)."""
+        """A button: ``decision.answer`` as the daemon's own process (every check applies)."""
         live = self._live.get(pane_id)
         if live is not None and live.decision_id == decision_id:
             self._live.pop(pane_id)  # fdo withdraws a notification whose action ran
         try:
             # both ids: a bare decision id may be pending on several panes (AMBIGUOUS)
-            await self.d.router.call(
-                None,
-                "decision.answer",
-                {"pane_id": pane_id, "decision_id": decision_id, "verdict": verdict},
+            await self.host.answer_from_notification(
+                {"pane_id": pane_id, "decision_id": decision_id, "verdict": verdict}
             )
         except SignalttyError as exc:
             log.info("notify.answer_rejected", pane_id=pane_id, code=exc.code)
@@ -431,14 +441,14 @@ class Notifier:
         seen. With a decision pending, ``mark_seen`` keeps the attention (states.md §3.10).
         """
         self._live.pop(pane_id, None)
-        if pane_id not in self.d.store.panes:
+        if self.host.pane(pane_id) is None:
             return
         with contextlib.suppress(SignalttyError):
-            await self.d.router.call(None, "pane.mark_seen", {"pane_id": pane_id})
+            await self.host.call("pane.mark_seen", {"pane_id": pane_id})
         from signaltty.desktop import terminal
 
         try:
-            proc = await terminal.open_terminal(pane_id, str(self.d.socket_path), self.terminal)
+            proc = await terminal.open_terminal(pane_id, self.host.socket_path, self.terminal)
         except (ValueError, terminal.NoTerminal, terminal.TerminalFailed) as exc:
             log.warning(
                 "desktop.terminal_failed",
@@ -446,15 +456,12 @@ class Notifier:
                 reason=f"{type(exc).__name__}: {exc}"[:300],
             )
             return
-        # the person's terminal: what runs in it may answer (server.ancestry person_pids)
-        with contextlib.suppress(psutil.Error):
-            self.d.person_pids[proc.pid] = psutil.Process(proc.pid).create_time()
-            while len(self.d.person_pids) > 64:
-                self.d.person_pids.pop(next(iter(self.d.person_pids)))
+        # the person's terminal: what runs in it may answer (the self-approval guard)
+        self.host.add_person_process(proc.pid)
         self._spawn(terminal.watch_terminal(proc, pane_id))
 
 
-def _terminal_after(dec: Any) -> float | None:
+def _terminal_after(dec: Decision) -> float | None:
     """Seconds from the request until an agent that hides its dialog while its native wait
     runs asks in its terminal (the wait's length); None when its terminal can answer now."""
     from signaltty.agents.permission import HIDDEN_WHILE_WAITING
@@ -464,14 +471,11 @@ def _terminal_after(dec: Any) -> float | None:
     return max(0.0, dec.deadline - dec.received_at)
 
 
-def _answerable_by_button(dec: Any) -> bool:
+def _answerable_by_button(dec: Decision) -> bool:
     """Native decisions, or options that map to allow and deny (§6.2 "buttons")."""
     if dec.native:
         return True
-    from signaltty.server.hooks import ALLOW_IDS, DENY_IDS
-
-    ids = {str(o.get("id", "")).lower() for o in dec.options}
-    return bool(ids & set(ALLOW_IDS)) and bool(ids & set(DENY_IDS))
+    return verdicts.maps_allow_and_deny(str(o.get("id", "")) for o in dec.options)
 
 
 def _reason(exc: BaseException) -> str:

@@ -8,11 +8,17 @@ Spec: desktop-and-service.md §6.1 (modes, settle, attached viewer), §6.2 (cont
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from signaltty.core.sanitize import sanitize_text
-from signaltty.core.subject import permission_subject, subject_value
+from signaltty.core.subject import (
+    INVALID_TOOL_NAME,
+    hidden_fields,
+    permission_subject,
+    subject_value,
+)
 
 MODES: Final = ("quiet", "normal", "all")
 
@@ -244,48 +250,60 @@ def render(
     """
     display = pane.display_name if pane is not None else "signaltty"
     phrase = _phrase(cause, title, display, pane)
-    if pane is None:
-        full_title = _clip(title or phrase, 200)
-    else:
-        full_title = f"{pane.name} · {phrase}"
+    full_title = _clip(title or phrase, 200) if pane is None else f"{pane.name} · {phrase}"
     decision = pane.decision if pane is not None else None
     buttons = False
     allow_button = True
     decision_id = None
     if cause == "permission" and pane is not None:
-        tool = decision.tool_name if decision is not None and decision.tool_name else display
+        named = decision.tool_name if decision is not None and decision.tool_name else display
+        tool = " ".join(named.split())  # a keyed dialog's title: no space runs
         text = f"Allow {tool}?"
         # a native prompt ("Allow <tool>?" + tool input JSON): what is approved, named as
         # `permission list` names it (core/subject.py), not the raw JSON; other prompts as
         # they are, on one line
         raw = (decision.preview or "") if decision is not None else ""
-        native = raw.partition("\n")[0].strip() == text
+        native = raw.partition("\n")[0].strip() == f"Allow {named}?"
         preview = (permission_subject(raw) if native else "") or " ".join(raw.split())
         preview = preview.removeprefix(text).strip()  # prompts often repeat "Allow <tool>?"
         shown = _clip(preview, MAX_PREVIEW)
         if preview:
             text += "\n" + shown
-        whole = _shows_all(raw, text.partition("\n")[0], native, shown)
+        hidden = _hidden_fields(raw, named) if native else []
+        bad_tool = named == INVALID_TOOL_NAME
+        whole = _shows_all(raw, f"Allow {named}?", native, shown) and not hidden and not bad_tool
+        if hidden:
+            text += "\n" + _more_fields(hidden)
+        if bad_tool:
+            text += "\n(the agent sent a tool name that is not valid)"
         if decision is not None:
             decision_id = decision.id
             # where to answer (issue 11 item 3): here, in the terminal, or the terminal later
             later = decision.terminal_after_s
+            asks = "" if later is None else (
+                f"{display} asks in its terminal after {_seconds(later)}"
+            )
+            review = f"`signaltty permission show {decision.id}`"
             if not decision.answerable:
                 text += f"\n{READ_ONLY_SUFFIX}"
+            elif actions and (hidden or bad_tool):
+                # "Allow once" would approve fields the body does not show (A3)
+                buttons, allow_button = True, False
+                text += f"\n(review it in {display}'s terminal or with {review})"
             elif actions and not whole:
                 # "Allow once" under a cut preview would approve what the person never saw
                 buttons, allow_button = True, False
                 text += (f"\n(too long to show here: review it with `signaltty top`, "
-                         f"`signaltty permission list` or in {display}'s terminal)")
+                         f"{review} or in {display}'s terminal)")
             elif actions:
                 buttons = True
                 text += ("\n(answer here or in the terminal)" if later is None
-                         else f"\n(answer here; {display} asks in its terminal after {_seconds(later)})")
+                         else f"\n(answer here; {asks})")
             else:
                 # the decision id: a request superseding this one cannot take the allow
                 cli = f"signaltty permission answer --pane {pane.pane_id} {decision.id} allow|deny"
                 text += (f"\n(answer: {cli}, or in the terminal)" if later is None
-                         else f"\n(answer: {cli}; {display} asks in its terminal after {_seconds(later)})")
+                         else f"\n(answer: {cli}; {asks})")
         out_body = text
     elif cause == TERMINAL_PROMPT:
         # ``body`` is the permission notification's own body when one was shown, without
@@ -299,8 +317,8 @@ def render(
     return Content(
         pane_id=pane.pane_id if pane is not None else None,
         cause=cause,
-        title=sanitize_text(full_title, 400) or "signaltty",
-        body=sanitize_text(out_body, 1000, multiline=True),
+        title=_ltr(sanitize_text(full_title, 400) or "signaltty"),
+        body=_ltr(sanitize_text(out_body, 1000, multiline=True)),
         urgency=_URGENCY.get(cause, "normal"),
         expires=cause not in ("permission", TERMINAL_PROMPT),
         buttons=buttons,
@@ -331,6 +349,19 @@ def wire_body(body: str, *, markup: bool) -> str:
     if not markup:
         return body
     return body.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+TAMPERED_NOTE: Final = (
+    "Another program replaced the previous notification for this request; "
+    "it was withdrawn. This is the real one."
+)
+
+
+def tampered(content: Content) -> Content:
+    """``content`` re-posted after another program replaced its notification by id
+    (fdo's tamper watch; issue 10, third attack pass, A12): the body starts by saying so."""
+    body = f"{TAMPERED_NOTE}\n{content.body}" if content.body else TAMPERED_NOTE
+    return replace(content, body=body)
 
 
 def stale_content(pane_name_text: str, pane_id: str | None) -> Content:
@@ -419,7 +450,9 @@ def _seconds(value: float) -> str:
 
 
 def _shows_all(raw: str, question: str, native: bool, shown: str) -> bool:
-    """True when ``shown`` (the body's preview line) is all of what the request approves.
+    """True when ``shown`` (the body's preview line) is all of the request's subject.
+
+    The other fields of a native tool input are checked apart (``_hidden_fields``).
 
     A native prompt (``Allow <tool>?`` + tool input JSON): the whole value of its subject
     key (``core.subject.SUBJECT_KEYS``: the command, file, URL…; a list joined by spaces),
@@ -444,6 +477,47 @@ def _shows_all(raw: str, question: str, native: bool, shown: str) -> bool:
         full = raw
     full = " ".join(full.split()).removeprefix(question).strip()
     return full == shown
+
+
+MAX_NAMED_FIELDS: Final = 4  # hidden field names spelled out in the body
+_LRM: Final = "\u200e"  # LEFT-TO-RIGHT MARK
+
+
+def _hidden_fields(raw: str, tool: str) -> list[str]:
+    """``core.subject.hidden_fields`` of a native prompt's tool input (``[]`` when the JSON
+    does not parse: a cut prompt already fails ``_shows_all``)."""
+    try:
+        data = json.loads(raw.partition("\n")[2])
+    except ValueError:
+        return []
+    return hidden_fields(tool, data) if isinstance(data, dict) else []
+
+
+def _more_fields(hidden: list[str]) -> str:
+    """``(+2 more fields: dangerouslyDisableSandbox, workdir — review in the terminal)``:
+    the count, the first names (dangerous first; each cut, sanitized with the body)."""
+    names = ", ".join(_clip(" ".join(k.split()), 40) for k in hidden[:MAX_NAMED_FIELDS])
+    if len(hidden) > MAX_NAMED_FIELDS:
+        names += ", …"
+    plural = "s" if len(hidden) > 1 else ""
+    return f"(+{len(hidden)} more field{plural}: {names} — review in the terminal)"
+
+
+def _ltr(text: str) -> str:
+    """Start every line holding a right-to-left letter with U+200E (LEFT-TO-RIGHT MARK).
+
+    Each line is its own bidi paragraph, whose direction its first strong letter sets: a
+    leading Hebrew or Arabic letter would turn the whole line right-to-left and reorder a
+    command (A3b). The mark makes it left-to-right; lines without such letters (nearly all)
+    are left alone. Spec: Unicode UAX #9, rules P2–P3.
+    """
+    if text.isascii():
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if any(unicodedata.bidirectional(ch) in ("R", "AL") for ch in line):
+            lines[i] = _LRM + line
+    return "\n".join(lines)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -41,8 +41,18 @@ PANE_MARK: Final = "{pane}"
 FALLBACKS: Final = (("xdg-terminal-exec", ()), ("x-terminal-emulator", ("-e",)))
 # Inherited variables that belong to the service manager, not to a terminal.
 SCRUBBED_ENV: Final = frozenset(
-    "NOTIFY_SOCKET WATCHDOG_PID WATCHDOG_USEC LISTEN_FDS LISTEN_PID LISTEN_FDNAMES "
-    "INVOCATION_ID JOURNAL_STREAM SIGNALTTY_SOCKET SIGNALTTY_PANE".split()
+    [
+        "NOTIFY_SOCKET",
+        "WATCHDOG_PID",
+        "WATCHDOG_USEC",
+        "LISTEN_FDS",
+        "LISTEN_PID",
+        "LISTEN_FDNAMES",
+        "INVOCATION_ID",
+        "JOURNAL_STREAM",
+        "SIGNALTTY_SOCKET",
+        "SIGNALTTY_PANE",
+    ]
 )
 STDERR_KEPT: Final = 2048  # bytes of a failed terminal's stderr kept for the log
 
@@ -212,7 +222,7 @@ async def open_terminal(
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
             env=terminal_env(base),
-            cwd=base.get("HOME") if base.get("HOME") and os.path.isdir(base["HOME"]) else "/",
+            cwd=_start_dir(base),
             start_new_session=True,
         )
     except OSError as exc:
@@ -255,3 +265,9 @@ async def watch_terminal(proc: asyncio.subprocess.Process, pane_id: str) -> int:
             stderr=sanitize_text(kept.decode("utf-8", "replace"), 600, multiline=True),
         )
     return code
+
+
+def _start_dir(env: Mapping[str, str]) -> str:
+    """The terminal's working directory: ``$HOME`` when it is a directory, else ``/``."""
+    home = env.get("HOME")
+    return home if home and os.path.isdir(home) else "/"

@@ -80,16 +80,22 @@ def uninstall(
 def status(
     agent: str, *, home: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """The §1.5 status object of one provider; a refused file gives ``{installed: false, file, error}``."""
+    """The §1.5 status object of one provider; a refused file gives ``{installed: false, file,
+    error}``."""
     root = provider_root(agent, home=home, env=os.environ if env is None else env)
     module = MODULES[agent]
     try:
         result: dict[str, Any] = module.status(root)
         return result
     except InstallError as exc:
-        files = {"claude": claude.settings_file, "codex": codex.hooks_file,
-                 "opencode": opencode.plugin_file, "cursor": cursor.hooks_file, "pi": pi.extension_file,
-                 "gemini": gemini.settings_file}
+        files = {
+            "claude": claude.settings_file,
+            "codex": codex.hooks_file,
+            "opencode": opencode.plugin_file,
+            "cursor": cursor.hooks_file,
+            "pi": pi.extension_file,
+            "gemini": gemini.settings_file,
+        }
         return {"installed": False, "file": str(files[agent](root)), "error": str(exc)}
 
 

@@ -16,7 +16,9 @@ def settings_file(root: Path) -> Path:
     return root / "settings.json"
 
 
-def install(root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S) -> Report:
+def install(
+    root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S
+) -> Report:
     """Merge the managed hooks of every Claude event (``PermissionRequest`` waits, 125 s).
 
     Raises:
@@ -24,7 +26,9 @@ def install(root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_
     """
     want = {e: (managed_command(reporter, AGENT, e), timeout_for(AGENT, e)) for e in EVENTS[AGENT]}
     file, changed = jsonfile.edit_json(
-        settings_file(root), lambda r, f: merge.install_grouped(r, f, want), lock_timeout_s=lock_timeout_s
+        settings_file(root),
+        lambda r, f: merge.install_grouped(r, f, want),
+        lock_timeout_s=lock_timeout_s,
     )
     return Report(AGENT, str(file), changed)
 
@@ -35,7 +39,9 @@ def uninstall(root: Path, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S) ->
     Raises:
         InstallError: see :func:`signaltty.installer.safefile.edit`.
     """
-    file, changed = jsonfile.edit_json(settings_file(root), merge.uninstall_grouped, lock_timeout_s=lock_timeout_s)
+    file, changed = jsonfile.edit_json(
+        settings_file(root), merge.uninstall_grouped, lock_timeout_s=lock_timeout_s
+    )
     return Report(AGENT, str(file), changed)
 
 

@@ -47,7 +47,8 @@ def _parse(text: str | None, file: Path) -> tomlkit.TOMLDocument:
 
 
 def feature_flag(doc: Mapping[str, Any]) -> str:
-    """``enabled``, ``disabled`` (either flag false) or ``absent`` (``[features]`` not a table → absent)."""
+    """``enabled``, ``disabled`` (either flag false) or ``absent`` (``[features]`` not a table →
+    absent)."""
     features = doc.get("features")
     if not isinstance(features, Mapping):
         return "absent"
@@ -82,7 +83,9 @@ def _flag_transform(file: Path, notices: list[str]) -> Any:
     return transform
 
 
-def install(root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S) -> Report:
+def install(
+    root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S
+) -> Report:
     """Merge the managed hooks, then set ``[features] hooks = true`` when neither flag exists.
 
     ``config.toml`` is validated before ``hooks.json`` is written, so a malformed
@@ -97,7 +100,9 @@ def install(root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_
     _parse(text, toml_target)
     want = {e: (managed_command(reporter, AGENT, e), timeout_for(AGENT, e)) for e in EVENTS[AGENT]}
     file, changed = jsonfile.edit_json(
-        hooks_file(root), lambda r, f: merge.install_grouped(r, f, want), lock_timeout_s=lock_timeout_s
+        hooks_file(root),
+        lambda r, f: merge.install_grouped(r, f, want),
+        lock_timeout_s=lock_timeout_s,
     )
     notices: list[str] = []
     safefile.edit(toml_path, _flag_transform(toml_target, notices), lock_timeout_s=lock_timeout_s)
@@ -112,7 +117,9 @@ def uninstall(root: Path, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S) ->
     Raises:
         InstallError: see :func:`signaltty.installer.safefile.edit`.
     """
-    file, changed = jsonfile.edit_json(hooks_file(root), merge.uninstall_grouped, lock_timeout_s=lock_timeout_s)
+    file, changed = jsonfile.edit_json(
+        hooks_file(root), merge.uninstall_grouped, lock_timeout_s=lock_timeout_s
+    )
     return Report(AGENT, str(file), changed)
 
 

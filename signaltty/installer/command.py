@@ -22,9 +22,23 @@ MISSING_CLI: Final = "signaltty CLI is missing; install it or put it on PATH"
 EVENTS: Final[Mapping[str, tuple[str, ...]]] = {
     # PostToolUse: the end of a tool a person allowed in the agent's own dialog resolves our
     # decision; Interrupt: Codex's Esc (issue 11 items 1 and 2).
-    "claude": ("SessionStart", "UserPromptSubmit", "Notification", "PermissionRequest", "PostToolUse", "Stop",
-               "SessionEnd"),
-    "codex": ("SessionStart", "UserPromptSubmit", "PermissionRequest", "Stop", "Interrupt", "SessionEnd"),
+    "claude": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "Notification",
+        "PermissionRequest",
+        "PostToolUse",
+        "Stop",
+        "SessionEnd",
+    ),
+    "codex": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PermissionRequest",
+        "Stop",
+        "Interrupt",
+        "SessionEnd",
+    ),
     "cursor": ("sessionStart", "beforeSubmitPrompt", "stop", "sessionEnd"),
     "opencode": ("session.created", "session.status", "session.idle", "session.error"),
     # Gemini CLI (issue 11): the turn, its permission Notification and the tool run after it
@@ -42,7 +56,8 @@ def quote(path: str) -> str:
 
 
 def waits(agent: str, event: str) -> bool:
-    """Whether the hook for ``event`` uses ``--wait-for-answer`` (Claude/Codex PermissionRequest)."""
+    """Whether the hook for ``event`` uses ``--wait-for-answer`` (Claude/Codex
+    PermissionRequest)."""
     return agent in ("claude", "codex") and event == WAITING_EVENT
 
 
@@ -52,8 +67,8 @@ def timeout_for(agent: str, event: str) -> int:
 
 
 def managed_command(reporter: str, agent: str, event: str) -> str:
-    """Return the managed command string, e.g.
-    ``'/bin/signaltty' hook-event --agent claude --event Stop --payload-stdin # signaltty hook-event (managed)``.
+    """Return the managed command string, e.g. ``'/bin/signaltty' hook-event --agent claude
+    --event Stop --payload-stdin # signaltty hook-event (managed)``.
     """
     wait = " --wait-for-answer" if waits(agent, event) else ""
     return (

@@ -16,7 +16,9 @@ def hooks_file(root: Path) -> Path:
     return root / "hooks.json"
 
 
-def install(root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S) -> Report:
+def install(
+    root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S
+) -> Report:
     """Merge flat managed entries (``"version": 1`` added when absent).
 
     Raises:
@@ -35,7 +37,9 @@ def uninstall(root: Path, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S) ->
     Raises:
         InstallError: see :func:`signaltty.installer.safefile.edit`.
     """
-    file, changed = jsonfile.edit_json(hooks_file(root), merge.uninstall_flat, lock_timeout_s=lock_timeout_s)
+    file, changed = jsonfile.edit_json(
+        hooks_file(root), merge.uninstall_flat, lock_timeout_s=lock_timeout_s
+    )
     return Report(AGENT, str(file), changed)
 
 

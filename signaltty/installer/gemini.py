@@ -32,7 +32,9 @@ def settings_file(root: Path) -> Path:
     return root / "settings.json"
 
 
-def install(root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S) -> Report:
+def install(
+    root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S
+) -> Report:
     """Merge the managed hooks of every Gemini event (timeouts in ms, Gemini's unit).
 
     Raises:
@@ -40,7 +42,9 @@ def install(root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_
     """
     want = {e: (command_for(reporter, e), timeout_for(AGENT, e) * MS_PER_S) for e in EVENTS[AGENT]}
     file, changed = jsonfile.edit_json(
-        settings_file(root), lambda r, f: merge.install_grouped(r, f, want), lock_timeout_s=lock_timeout_s
+        settings_file(root),
+        lambda r, f: merge.install_grouped(r, f, want),
+        lock_timeout_s=lock_timeout_s,
     )
     return Report(AGENT, str(file), changed)
 
@@ -51,7 +55,9 @@ def uninstall(root: Path, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S) ->
     Raises:
         InstallError: see :func:`signaltty.installer.safefile.edit`.
     """
-    file, changed = jsonfile.edit_json(settings_file(root), merge.uninstall_grouped, lock_timeout_s=lock_timeout_s)
+    file, changed = jsonfile.edit_json(
+        settings_file(root), merge.uninstall_grouped, lock_timeout_s=lock_timeout_s
+    )
     return Report(AGENT, str(file), changed)
 
 
@@ -65,4 +71,9 @@ def status(root: Path) -> dict[str, Any]:
     missing = merge.missing_events(data, EVENTS[AGENT], grouped=True)
     hooks_config = data.get("hooksConfig")
     disabled = isinstance(hooks_config, dict) and hooks_config.get("enabled") is False
-    return {"installed": not missing, "file": str(file), "missing_events": missing, "hooks_disabled": disabled}
+    return {
+        "installed": not missing,
+        "file": str(file),
+        "missing_events": missing,
+        "hooks_disabled": disabled,
+    }

@@ -1,4 +1,5 @@
-"""Provider roots and files from ``--home`` and the environment (pure; Spec: integrations.md §1.1)."""
+"""Provider roots and files from ``--home`` and the environment (pure;
+Spec: integrations.md §1.1)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ def _user_home(env: Mapping[str, str]) -> Path:
     return Path(_var(env, "HOME") or os.path.expanduser("~"))
 
 
-def provider_root(agent: str, *, home: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
+def provider_root(
+    agent: str, *, home: str | os.PathLike[str] | None, env: Mapping[str, str]
+) -> Path:
     """Return the absolute configuration root of ``agent``.
 
     Args:
@@ -67,7 +70,12 @@ def provider_root(agent: str, *, home: str | os.PathLike[str] | None, env: Mappi
         elif agent == "opencode":
             root = Path(xdg) / "opencode" if xdg else user / ".config" / "opencode"
         else:
-            root = user / {"claude": ".claude", "codex": ".codex", "cursor": ".cursor", "pi": ".pi/agent"}[agent]
+            root = (
+                user
+                / {"claude": ".claude", "codex": ".codex", "cursor": ".cursor", "pi": ".pi/agent"}[
+                    agent
+                ]
+            )
     return Path(os.path.abspath(root))
 
 

@@ -1,4 +1,5 @@
-"""JSON provider files: parse with checks, dump in the managed format (pure; Spec: integrations.md §1.4).
+"""JSON provider files: parse with checks, dump in the managed format (pure;
+Spec: integrations.md §1.4).
 
 A provider file belongs to the user; signaltty only adds its hooks, so whatever it does not
 understand must come back out exactly as it went in (issue 10 item 9):
@@ -72,7 +73,9 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _Refused(f"the key {key[:40]!r} appears twice in one object; refusing to rewrite it")
+            raise _Refused(
+                f"the key {key[:40]!r} appears twice in one object; refusing to rewrite it"
+            )
         out[key] = value
     return out
 
@@ -92,14 +95,18 @@ def _check_tree(root: Any) -> None:
         value, depth = stack.pop()
         if isinstance(value, str):
             if _has_surrogate(value):
-                raise _Refused("contains a lone surrogate escape (e.g. \\ud800); refusing to rewrite it")
+                raise _Refused(
+                    "contains a lone surrogate escape (e.g. \\ud800); refusing to rewrite it"
+                )
         elif isinstance(value, (dict, list)):
             if depth > MAX_DEPTH:
                 raise _Refused(f"nested deeper than {MAX_DEPTH} levels; refusing to rewrite it")
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for key, item in items:
                 if isinstance(key, str) and _has_surrogate(key):
-                    raise _Refused("contains a lone surrogate escape (e.g. \\ud800); refusing to rewrite it")
+                    raise _Refused(
+                        "contains a lone surrogate escape (e.g. \\ud800); refusing to rewrite it"
+                    )
                 stack.append((item, depth + 1))
 
 
@@ -157,7 +164,9 @@ def _encode(value: Any, indent: str, out: list[str]) -> None:
         inner = indent + "  "
         out.append("{")
         for i, (key, item) in enumerate(value.items()):
-            out.append(("," if i else "") + "\n" + inner + json.dumps(key, ensure_ascii=False) + ": ")
+            out.append(
+                ("," if i else "") + "\n" + inner + json.dumps(key, ensure_ascii=False) + ": "
+            )
             _encode(item, inner, out)
         out.append("\n" + indent + "}")
     elif isinstance(value, list):

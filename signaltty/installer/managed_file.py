@@ -62,7 +62,9 @@ class ManagedFile:
         """Whether ``text``'s first line is the marker."""
         return text.split("\n", 1)[0].rstrip("\r") == self.marker
 
-    def install(self, root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S) -> Report:
+    def install(
+        self, root: Path, reporter: str, *, lock_timeout_s: float = safefile.LOCK_TIMEOUT_S
+    ) -> Report:
         """Write (or refresh) the file.
 
         Raises:
@@ -96,7 +98,9 @@ class ManagedFile:
             return safefile.DELETE
 
         file, changed = safefile.edit(self.path(root), transform, lock_timeout_s=lock_timeout_s)
-        return Report(self.agent, str(file), changed, self.foreign + "; left in place" if foreign else None)
+        return Report(
+            self.agent, str(file), changed, self.foreign + "; left in place" if foreign else None
+        )
 
     def status(self, root: Path) -> dict[str, Any]:
         """``{installed, file, foreign_<kind>}``.
@@ -107,4 +111,8 @@ class ManagedFile:
         file = safefile.resolve(self.path(root))
         text, _ = safefile.read_text(file)
         managed = text is not None and self.is_managed(text)
-        return {"installed": managed, "file": str(file), f"foreign_{self.kind}": text is not None and not managed}
+        return {
+            "installed": managed,
+            "file": str(file),
+            f"foreign_{self.kind}": text is not None and not managed,
+        }

@@ -29,14 +29,16 @@ def hooks_object(root: dict[str, Any], file: Path, *, create: bool) -> dict[str,
             return None
         hooks = root["hooks"] = {}
     if not isinstance(hooks, dict):
-        raise InstallError(f"{file}: \"hooks\" is not an object")
+        raise InstallError(f'{file}: "hooks" is not an object')
     for event, value in hooks.items():
         if not isinstance(value, list):
             raise InstallError(f"{file}: hooks.{event} is not an array")
     return hooks
 
 
-def _grouped_entries(groups: list[Any]) -> Iterator[tuple[dict[str, Any], list[Any], dict[str, Any]]]:
+def _grouped_entries(
+    groups: list[Any],
+) -> Iterator[tuple[dict[str, Any], list[Any], dict[str, Any]]]:
     for group in groups:
         if isinstance(group, dict) and isinstance(group.get("hooks"), list):
             for entry in group["hooks"]:
@@ -51,7 +53,10 @@ def _flat_entries(entries: list[Any]) -> Iterator[tuple[None, list[Any], dict[st
 
 
 def _install(
-    hooks: dict[str, Any], want: Want, entries: Callable[[list[Any]], Iterator[Any]], new: Callable[[str, int], Any]
+    hooks: dict[str, Any],
+    want: Want,
+    entries: Callable[[list[Any]], Iterator[Any]],
+    new: Callable[[str, int], Any],
 ) -> None:
     for event, (command, timeout) in want.items():
         items = hooks.setdefault(event, [])
@@ -108,7 +113,11 @@ def uninstall_grouped(root: dict[str, Any], file: Path) -> None:
         for group in list(groups):
             if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)):
                 continue
-            kept = [e for e in group["hooks"] if not (isinstance(e, dict) and is_owned(e.get("command")))]
+            kept = [
+                e
+                for e in group["hooks"]
+                if not (isinstance(e, dict) and is_owned(e.get("command")))
+            ]
             if len(kept) == len(group["hooks"]):
                 continue
             touched = True

@@ -1,4 +1,5 @@
-"""OpenCode: the whole managed plugin file ``<root>/plugins/signaltty.js`` (Spec: integrations.md §1.3).
+"""OpenCode: the whole managed plugin file ``<root>/plugins/signaltty.js``
+(Spec: integrations.md §1.3).
 
 Rendered from ``integrations/opencode/signaltty.js.tmpl``; a file without the managed
 first line belongs to the user and is never overwritten nor removed.

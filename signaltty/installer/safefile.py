@@ -1,4 +1,5 @@
-"""Safe edits of a provider file: lock, checks, atomic replace (OS layer; Spec: integrations.md §1.4).
+"""Safe edits of a provider file: lock, checks, atomic replace (OS layer;
+Spec: integrations.md §1.4).
 
 One entry point, :func:`edit`: resolve symlinks, refuse anything that is not a regular file
 or is over 4 MiB, take ``.<name>.signaltty.lock`` with a bounded wait, read, let the caller
@@ -11,6 +12,7 @@ and after the rename and its save is kept (see "in-place editors" below).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import itertools
@@ -141,17 +143,22 @@ def _fsync_dir(directory: Path) -> None:
 # into an empty file (the user's entries gone). So the edit keeps a descriptor on every
 # inode it reads or replaces and compares them (identity and bytes: timestamps are coarse)
 # right before the rename and right after it. A save that landed in the replaced inode is
-# read back from it and the edit is redone on top of it; a blank or unparsable file is only
-# trusted once it stayed unchanged for SETTLE_S. When the file keeps changing, the edit
-# gives up with "changed during setup; retry" and the user's latest bytes in place.
+# read back from it and the edit is redone on top of it; an unparsable file is only refused
+# once it stayed unchanged for SETTLE_S, and a blank file is never replaced (see EMPTY).
+# When the file keeps changing, the edit gives up with "changed during setup; retry" and the
+# user's latest bytes in place.
 
 # A blank or unparsable file must stay unchanged this long before it is trusted (s).
 SETTLE_S: Final = 0.05
 _POLL_S: Final = 0.002
-# A blank file modified less than this long ago (s, either way of the clock) is refused ("changed during setup; retry"), never merged into: a slow in-place save
-# (`slow_cmd > settings.json`) truncates, then writes maybe seconds later, into an inode we
-# would have replaced — its bytes then lost (issue 10 follow-up, item 4).
-FRESH_S: Final = 2.0
+# A blank file is never replaced or removed, however old: a slow in-place save
+# (`slow_cmd > settings.json`) truncates, then writes maybe seconds or minutes later through
+# the descriptor it holds; after a rename its bytes go to an unlinked inode and are lost.
+# No age tells a finished empty file from a save under way (issue 10: 2.5 s and 5 s saves
+# lost the person's settings when a blank file was trusted after 2 s). Writing through the
+# same inode instead would leave the late writer's bytes followed by the tail of ours (it
+# writes from offset 0, not O_APPEND): a broken file. So the edit is refused, file untouched.
+EMPTY: Final = "{target} is empty; not changing it — run again when it has content"
 # Attempts and total time one edit may spend retrying behind a busy editor.
 MAX_ATTEMPTS: Final = 10
 EDIT_BUDGET_S: Final = 2.0
@@ -169,7 +176,9 @@ class _Seen:
         """Same identity and same bytes as when read (an absent file: trivially)."""
         if self.fd is None or self.st is None:
             return True
-        return _identity(os.fstat(self.fd)) == _identity(self.st) and _pread_all(self.fd) == self.data
+        return (
+            _identity(os.fstat(self.fd)) == _identity(self.st) and _pread_all(self.fd) == self.data
+        )
 
     def is_at(self, target: Path) -> bool:
         """``target`` is this inode (or is still absent when this is the absent file)."""
@@ -181,12 +190,6 @@ class _Seen:
 
     def blank(self) -> bool:
         return self.data is not None and not self.data.strip()
-
-    def fresh(self) -> bool:
-        """Modified less than ``FRESH_S`` ago (a save may still be under way)."""
-        if self.st is None:
-            return False
-        return abs(time.time_ns() - self.st.st_mtime_ns) < FRESH_S * 1e9
 
     def refresh(self) -> None:
         """Re-read the same inode (after it changed)."""
@@ -277,10 +280,8 @@ def _write_temp(target: Path, data: bytes, mode: int, opened: list[int]) -> tupl
 
 
 def _unlink_quietly(path: Path) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _install_file(tmp: Path, target: Path, victim: _Seen) -> bool:
@@ -324,24 +325,24 @@ def _edit_locked(target: Path, transform: Transform) -> bool:
     opened: list[int] = []
     tmp: Path | None = None
     try:
-        base = victim = _open_seen(target, opened)  # base: what we merge into; victim: what we replace
+        # base: what we merge into; victim: what we replace
+        base = victim = _open_seen(target, opened)
         for _ in range(MAX_ATTEMPTS):
             if time.monotonic() >= deadline:
                 break
             if base is victim and base.blank() and _moves_within(base, target, SETTLE_S):
                 base = victim = _open_seen(target, opened)  # truncated, being written: read again
                 continue
-            if base.blank() and base.fresh():
-                # just truncated: its writer may still be on the way (FRESH_S)
-                if base is not victim:
-                    _put_back(target, base, victim, opened)
-                raise _changed_error(target)
             try:
                 old = _decode(target, base.data)
                 new = transform(old)
             except InstallError:
                 # unparsable may mean half-written: only a file that stays so is refused
-                if base is victim and base.data is not None and _moves_within(base, target, SETTLE_S):
+                if (
+                    base is victim
+                    and base.data is not None
+                    and _moves_within(base, target, SETTLE_S)
+                ):
                     base = victim = _open_seen(target, opened)
                     continue
                 if base is not victim:
@@ -349,6 +350,11 @@ def _edit_locked(target: Path, transform: Transform) -> bool:
                 raise  # refused with the file untouched: nothing of a later save is lost
             if base is victim and (new is None or new == old or (new is DELETE and old is None)):
                 return False
+            if base.blank():
+                # its writer may still be on the way (see EMPTY): never replaced nor removed
+                if base is not victim:
+                    _put_back(target, base, victim, opened)
+                raise InstallError(EMPTY.format(target=target))
             if isinstance(new, _Delete):
                 if not (victim.is_at(target) and victim.unchanged()):
                     base = victim = _open_seen(target, opened)
@@ -384,7 +390,9 @@ def _edit_locked(target: Path, transform: Transform) -> bool:
             tmp = None
             # A save that opened the old inode before the rename writes into it afterwards.
             # A blank old file hides the truncation, so it is watched for SETTLE_S.
-            quiet = victim.unchanged() and not (victim.blank() and _moves_within(victim, None, SETTLE_S))
+            quiet = victim.unchanged() and not (
+                victim.blank() and _moves_within(victim, None, SETTLE_S)
+            )
             if quiet:
                 _fsync_dir(target.parent)
                 return True
@@ -433,8 +441,10 @@ def edit(
 
     Raises:
         InstallError: refused file (see :func:`check`), ``configuration is locked; retry``,
-            ``<file> changed during setup; retry``, an error from ``transform``, or an OS
-            error while writing. The file is untouched in every case.
+            ``<file> changed during setup; retry``, ``<file> is empty; not changing it — run
+            again when it has content`` (a blank file that would change: an in-place save may
+            still be writing it), an error from ``transform``, or an OS error while writing.
+            The file is untouched in every case.
 
     Spec: integrations.md §1.4.
     """

@@ -1,10 +1,11 @@
 """Clients of the ``signaltty/1`` socket: a blocking one and an asyncio one (stdlib only).
 
 The blocking client is what the CLI and the hook fast path use, so this module must not import
-anything outside the standard library and ``signaltty.proto``/``signaltty.system.paths``.
+anything outside the standard library and ``signaltty.proto``.
 Both clients authenticate the daemon before sending a byte (:mod:`signaltty.proto.trust`):
 the socket's directory must be the user's own with mode 0700 and the listening process must
-run as the user, otherwise :class:`UntrustedServer` is raised and nothing is sent.
+run as the user (inside a pane: be the pane's own daemon, ``$SIGNALTTY_DAEMON``), otherwise
+:class:`UntrustedServer` is raised and nothing is sent.
 Spec: protocol.md §1–§3; issue 10 §1.
 """
 
@@ -32,7 +33,7 @@ _ids = itertools.count(1)
 
 def default_socket(flag: str | None = None) -> str:
     """Resolve the socket path like the daemon does (desktop-and-service.md §1)."""
-    from signaltty.system import sockpath
+    from signaltty.proto import sockpath
 
     return sockpath.resolve(flag)
 
@@ -45,7 +46,8 @@ class UntrustedServer(ConnectError):
     """The socket is not provably the user's own daemon; nothing was sent on it.
 
     ``strerror`` is one sentence saying why: the socket's directory is another user's or
-    has group/other permission bits, or the listening process runs as another uid.
+    has group/other permission bits, the listening process runs as another uid, or (inside
+    a pane) it is not the daemon ``$SIGNALTTY_DAEMON`` names.
     """
 
 
@@ -70,12 +72,14 @@ def _check_socket_dir(path: str) -> None:
 
 
 def _check_server(sock: socket.socket, path: str) -> None:
-    """Refuse a connected socket whose server runs as another uid (nothing sent yet).
+    """Refuse a connected socket whose server runs as another uid, or, inside a pane
+    (``$SIGNALTTY_DAEMON``), is not the daemon that started the pane (nothing sent yet).
 
     Raises:
-        UntrustedServer: the peer's uid is not ours or cannot be known.
+        UntrustedServer: the peer's uid is not ours or cannot be known; the peer is not
+            the pane's daemon, or ``$SIGNALTTY_DAEMON`` is malformed.
     """
-    problem = trust.server_problem(sock, path)
+    problem = trust.server_problem(sock, path) or trust.daemon_identity_problem(sock, path)
     if problem is not None:
         raise UntrustedServer(errno.EACCES, f"not your signaltty daemon: {problem}")
 
@@ -229,7 +233,8 @@ class AsyncClient:
     async def close(self) -> None:
         """Close the connection (idempotent)."""
         self._writer.close()
-        try:
+        # not contextlib.suppress: this module is on the hook fast path, contextlib is not
+        try:  # noqa: SIM105
             await self._writer.wait_closed()
         except OSError:
             pass

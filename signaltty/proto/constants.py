@@ -146,7 +146,9 @@ CAPABILITIES: Final = {
 
 def is_single_flight(method: str, params: dict[str, object]) -> bool:
     """True for calls under the single-flight rule of protocol.md §3."""
-    return method in SINGLE_FLIGHT or (method == "hook-event" and params.get("wait_for_answer") is True)
+    return method in SINGLE_FLIGHT or (
+        method == "hook-event" and params.get("wait_for_answer") is True
+    )
 
 
 def is_reserved(method: str) -> bool:

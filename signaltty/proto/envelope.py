@@ -1,4 +1,5 @@
-"""Request/response/event envelopes and the protocol error type (stdlib only; Spec: protocol.md §2, §8).
+"""Request/response/event envelopes and the protocol error type (stdlib only;
+Spec: protocol.md §2, §8).
 
 Pure: encodes and decodes dicts and bytes; the listener and the clients do the I/O.
 """
@@ -7,13 +8,13 @@ from __future__ import annotations
 
 import json
 
+from signaltty.proto.constants import PROTOCOL
+
 # ``typing`` costs ~6 ms to import, which every agent hook would pay (README "Dependency
 # rules"); annotations are strings here (PEP 563), so the names are only needed by checkers.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-from signaltty.proto.constants import PROTOCOL
 
 
 class SignalttyError(Exception):
@@ -40,7 +41,8 @@ class SignalttyError(Exception):
 
 
 def error_from_wire(error: dict[str, Any]) -> SignalttyError:
-    """Rebuild a ``SignalttyError`` from a response's ``error`` object (unknown codes kept as is)."""
+    """Rebuild a ``SignalttyError`` from a response's ``error`` object (unknown codes kept as
+    is)."""
     return SignalttyError(
         str(error.get("code", "INTERNAL")),
         str(error.get("message", "")),
@@ -76,7 +78,10 @@ def encode(obj: dict[str, Any]) -> bytes:
     """Serialize one envelope as a JSONL line (compact, UTF-8, ``\\n``-terminated)."""
     # "replace": a lone surrogate (from a client's id, a restored name) must not make an
     # answer unsendable.
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace") + b"\n"
+    return (
+        json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
+        + b"\n"
+    )
 
 
 def decode_request(line: bytes) -> tuple[str, str, dict[str, Any]]:

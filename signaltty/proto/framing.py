@@ -1,4 +1,5 @@
-"""Bounded JSONL line splitting (pure, stdlib only; Spec: protocol.md §1, §3 "line longer than 16 MiB").
+"""Bounded JSONL line splitting (pure, stdlib only;
+Spec: protocol.md §1, §3 "line longer than 16 MiB").
 
 ``LineBuffer`` takes bytes as they arrive and yields complete lines. A line longer than the
 limit is reported once as ``TOO_LONG`` and the rest of it is discarded up to its newline, so

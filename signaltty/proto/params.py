@@ -14,7 +14,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from signaltty.core import limits
 
 
-
 def _valid_unicode(value: str) -> str:
     # A lone surrogate (JSON "\udcff") cannot be passed to a program, written to a file or
     # saved in the snapshot: refuse it where the text goes that far.
@@ -68,7 +67,12 @@ class _Command(Params):
     # ``continue`` is a Python keyword
     continue_: bool | None = Field(None, alias="continue")
     cwd: Text | None = None
-    label: Annotated[str, StringConstraints(max_length=limits.MAX_LABEL), AfterValidator(_valid_unicode)] | None = None
+    label: (
+        Annotated[
+            str, StringConstraints(max_length=limits.MAX_LABEL), AfterValidator(_valid_unicode)
+        ]
+        | None
+    ) = None
 
 
 class PaneSpawn(_Command):
@@ -166,7 +170,7 @@ class AttentionPending(Params):
 
 # Strict mode would refuse ints for floats; allow JSON numbers for *_s fields.
 for _model in (PaneWaitForOutput, Wait):
-    _model.model_fields["timeout_s"].metadata.append(Field(strict=False))  # type: ignore[arg-type]
+    _model.model_fields["timeout_s"].metadata.append(Field(strict=False))
     _model.model_rebuild(force=True)
 
 MODELS: dict[str, type[Params]] = {
@@ -256,11 +260,11 @@ class PaneSubmit(Params):
     stall_timeout_s: float | None = Field(None, ge=1, le=120)
 
 
-for _model in (HookEvent, PaneSubmit):
+for _lenient in (HookEvent, PaneSubmit):
     for _name in ("wait_timeout_s", "stall_timeout_s"):
-        if _name in _model.model_fields:
-            _model.model_fields[_name].metadata.append(Field(strict=False))  # type: ignore[arg-type]
-    _model.model_rebuild(force=True)
+        if _name in _lenient.model_fields:
+            _lenient.model_fields[_name].metadata.append(Field(strict=False))
+    _lenient.model_rebuild(force=True)
 
 MODELS.update(
     {

@@ -5,7 +5,11 @@ A client proves, before sending a byte, that the socket belongs to its own daemo
 * the socket's directory is owned by the client's effective uid and has no group or other
   permission bits (mode 0700), so no other user can have put a socket there, and
 * the process listening on the connected socket runs as that uid (``SO_PEERCRED`` on
-  Linux; ``LOCAL_PEERCRED``/``getpeereid`` on macOS and the BSDs).
+  Linux; ``LOCAL_PEERCRED``/``getpeereid`` on macOS and the BSDs), and
+* inside a pane (``$SIGNALTTY_DAEMON`` set by the daemon that started it), that process is
+  that very daemon: same pid, same start time (:func:`daemon_identity_problem`). A pane
+  process has the person's uid and can re-bind the socket path; it cannot change the
+  environment the agent was started with.
 
 The second check is the one that holds against races (a directory swapped between the
 ``stat`` and the ``connect``); the first refuses a foreign ``/tmp/signaltty-<uid>`` before
@@ -16,7 +20,8 @@ daemon creates and what ``SO_PEERCRED`` reports.
 ``signaltty.proto``, which must not import the layers above it; ``signaltty.system.peercred``
 re-exports it for the listener.
 
-Spec: protocol.md §1 "Socket security"; issue 10 §1 (clients authenticate the daemon).
+Spec: protocol.md §1 "Socket security"; issue 10 §1 (clients authenticate the daemon) and
+its third attack pass, A8 (a socket re-bound from a pane).
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ _LOCAL_PEERCRED = getattr(socket, "LOCAL_PEERCRED", 0x001)
 _XUCRED_VERSION = 0
 # struct xucred {u_int cr_version; uid_t cr_uid; short cr_ngroups; gid_t cr_groups[16];}
 _XUCRED = struct.Struct("IIh16I")
+_LOCAL_PEERPID = getattr(socket, "LOCAL_PEERPID", 0x002)
+_PID = struct.Struct("i")
 # Group and other bits: any of them lets another user list, enter or write the directory.
 _NOT_PRIVATE = stat.S_IRWXG | stat.S_IRWXO
 
@@ -169,4 +176,158 @@ def server_problem(sock: socket.socket, path: str) -> str | None:
         return f"cannot tell which user runs the server on {path}"
     if uid != me:
         return f"the server on {path} runs as uid {uid}, not as you (uid {me})"
+    return None
+
+
+# ---------------------------------------------------------------- the daemon a pane belongs to
+
+# Set by the daemon in every pane's environment (server/spawning.py): "<pid>:<start ticks>".
+# A process in a pane cannot change the environment the agent (and so its hook reporter)
+# was started with, but it can take over the socket path (same uid, same 0700 directory):
+# inside a pane, the uid checks above cannot tell the daemon from an impostor; this can.
+DAEMON_ENV = "SIGNALTTY_DAEMON"
+# /proc/<pid>/stat is one short line: pid, (comm ≤ 64 bytes), then 50 numbers.
+_STAT_READ = 4096
+# Fields after the closing ")" of comm: field 3 (state) is index 0, so field 22 is index 19.
+_STARTTIME_INDEX = 22 - 3
+_MAX_PID = 1 << 22  # PID_MAX_LIMIT (linux/threads.h)
+_SHOWN = 64  # characters of a malformed value quoted back
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Return when process ``pid`` started, in clock ticks after boot (``/proc`` only).
+
+    Field 22 of ``/proc/<pid>/stat`` (proc(5) ``starttime``). It stays readable for a
+    non-dumpable process (``PR_SET_DUMPABLE`` 0 hides ``environ`` and ``mem``, not this),
+    and a pid reused by a later process has a later start time.
+
+    Returns:
+        The tick count, or None when there is no such process, no ``/proc`` (macOS), or the
+        line cannot be parsed. Raises nothing.
+    """
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, _STAT_READ)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    # comm (field 2) may hold spaces and ")": the fields resume after the last ")"
+    fields = data[data.rfind(b")") + 1 :].split()
+    try:
+        return int(fields[_STARTTIME_INDEX])
+    except (IndexError, ValueError):
+        return None
+
+
+def identity_token(pid: int | None = None) -> str:
+    """The ``SIGNALTTY_DAEMON`` value naming process ``pid`` (default: this process).
+
+    Returns:
+        ``"<pid>:<start ticks>"``, or ``"<pid>:"`` where ``/proc`` is missing (macOS):
+        clients there compare the pid only.
+    """
+    pid = os.getpid() if pid is None else pid
+    ticks = process_start_ticks(pid)
+    return f"{pid}:" if ticks is None else f"{pid}:{ticks}"
+
+
+def parse_identity(value: str) -> tuple[int, int | None] | None:
+    """Parse a ``SIGNALTTY_DAEMON`` value.
+
+    Returns:
+        ``(pid, ticks)`` (ticks None for ``"<pid>:"``), or None when malformed: anything
+        but ASCII digits, one colon and optional digits, a pid of 0 or above the kernel's
+        limit.
+    """
+    pid_text, colon, ticks_text = value.partition(":")
+    if not colon or not _digits(pid_text) or (ticks_text and not _digits(ticks_text)):
+        return None
+    pid = int(pid_text)
+    if not 0 < pid <= _MAX_PID:
+        return None
+    return pid, int(ticks_text) if ticks_text else None
+
+
+def _digits(text: str) -> bool:
+    # str.isdigit() also takes "²" and other Unicode digits; int() would reject some
+    return 0 < len(text) <= 20 and all("0" <= ch <= "9" for ch in text)
+
+
+def peer_pid(sock: socket.socket) -> int | None:
+    """Return the pid of the server on a connected ``AF_UNIX`` client socket.
+
+    For a listening server the kernel records the process that called ``listen``
+    (``SO_PEERCRED`` on Linux, ``LOCAL_PEERPID`` on macOS).
+
+    Returns:
+        The pid (> 0), or None when the platform offers neither or the call fails.
+    """
+    so_peercred = getattr(socket, "SO_PEERCRED", None)
+    try:
+        if so_peercred is not None:
+            raw = sock.getsockopt(socket.SOL_SOCKET, so_peercred, _UCRED.size)
+            pid = _UCRED.unpack(raw)[0] if len(raw) == _UCRED.size else 0
+        elif sys.platform == "darwin":
+            raw = sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERPID, _PID.size)
+            pid = _PID.unpack(raw)[0] if len(raw) == _PID.size else 0
+        else:
+            return None
+    except OSError:
+        return None
+    return int(pid) if pid > 0 else None
+
+
+def daemon_identity_problem(
+    sock: socket.socket, path: str, expected: str | None = None
+) -> str | None:
+    """Inside a pane, check that the server is the very daemon that started the pane.
+
+    Args:
+        sock: the connected client socket.
+        path: the socket path, for the message.
+        expected: the ``SIGNALTTY_DAEMON`` value; None reads the environment. Unset (or
+            None there): no check, the uid checks alone apply (outside panes).
+
+    Returns:
+        None when the variable is unset or the server's pid (``SO_PEERCRED``) and that
+        process's start time match it; otherwise one sentence. A malformed value, a pid
+        that cannot be read and a start time that cannot be read all fail closed. Where
+        there is no ``/proc`` (macOS) and the value carries no start time, the pid alone
+        is compared.
+
+    Spec: issue 10 third pass, A8 (a pane process re-binding the socket path).
+    """
+    value = os.environ.get(DAEMON_ENV) if expected is None else expected
+    if value is None:
+        return None
+    parsed = parse_identity(value)
+    if parsed is None:
+        shown = ascii(value[:_SHOWN])
+        return (
+            f"${DAEMON_ENV} is malformed ({shown}; expected <pid>:<start ticks>), so the "
+            f"server on {path} cannot be checked (`env -u {DAEMON_ENV}` to run outside the "
+            "pane's daemon)"
+        )
+    want_pid, want_ticks = parsed
+    pid = peer_pid(sock)
+    if pid is None:
+        return f"cannot tell which process runs the server on {path}"
+    if pid != want_pid:
+        return (
+            f"the server on {path} is process {pid}, not this pane's daemon (pid {want_pid},"
+            f" ${DAEMON_ENV}): something else took over the socket"
+        )
+    if want_ticks is not None:
+        ticks = process_start_ticks(pid)
+        if ticks is None:
+            return f"cannot read the start time of process {pid} (the server on {path})"
+        if ticks != want_ticks:
+            return (
+                f"the server on {path} is a later process with pid {pid}, not this pane's "
+                "daemon (its start time differs)"
+            )
     return None

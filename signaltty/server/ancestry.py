@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import psutil
 
 from signaltty.agents.process_name import program_name
+from signaltty.system import subreaper
+from signaltty.system.procref import ProcessRef, start_ticks
 
 MAX_HOPS = 64
 # caller_origin walks to init; a longer chain is refused rather than trusted (a person's
@@ -86,9 +88,6 @@ def is_alive(pid: int) -> bool:
 
 # ---------------------------------------------------------------- self-approval guard
 
-# psutil's create_time is boot time (whole seconds in /proc/stat) + start ticks: it can read
-# up to ~1 s later than the wall clock at which the process really started.
-CLOCK_SLACK_S = 2.0
 MAX_REMEMBERED = 4096
 
 
@@ -108,7 +107,8 @@ class PaneProcesses:
         self._ids: OrderedDict[str, None] = OrderedDict()
 
     def note(self, pid: int, pane_id: str) -> None:
-        """Remember a pane's child; reads its start time once (one ``/proc`` read, new pids only)."""
+        """Remember a pane's child; reads its start time once (one ``/proc`` read, new pids
+        only)."""
         with self._lock:
             known = self._pids.get(pid)
             if known is not None and known[0] == pane_id:
@@ -143,7 +143,9 @@ class Origin:
             of a pane's process, e.g. an orphaned background job), ``environment`` (started
             with ``SIGNALTTY_PANE`` naming one of our panes, e.g. a tmux server started in a
             pane), ``gone`` (the process no longer exists), ``reused`` (its pid now belongs to
-            a process started after the connection), or ``outside``.
+            a process started after the connection), ``adopted_before_restart`` (it descends
+            from, or is in the session of, a pane process or adopted orphan of an earlier
+            run of the daemon: ``pane_records``), or ``outside``.
         pane_id: the pane it was traced to, when there is one.
     """
 
@@ -165,6 +167,22 @@ def own_unit_cgroup() -> str | None:
         return None
     leaf = path.rsplit("/", 1)[-1]
     return path if leaf.startswith("signaltty") and leaf.endswith(".service") else None
+
+
+def cgroup_rule_off_reason(cgroup_file: str = "/proc/self/cgroup") -> str | None:
+    """Why the cgroup rule (``own_unit_cgroup``) cannot apply on this host, or None.
+
+    The rule reads the cgroup v2 line (``0::``) of ``/proc/self/cgroup`` (``cgroup_file``);
+    a cgroup v1 ("legacy") host has none, so the rule is off there whatever unit the daemon
+    runs in (attack pass 3, A11: the daemon logs this once at start).
+    """
+    try:
+        with open(cgroup_file, encoding="utf-8", errors="replace") as fh:
+            if any(line.startswith("0::") for line in fh):
+                return None
+    except OSError as exc:
+        return f"/proc/self/cgroup unreadable: {exc.strerror or exc}"
+    return "no cgroup v2 hierarchy (cgroup v1 host): /proc/self/cgroup has no 0:: line"
 
 
 def _cgroup(pid: int) -> str | None:
@@ -195,6 +213,18 @@ def _person_started(pid: int, people: Mapping[int, float | None]) -> bool:
     return not psutil.pid_exists(sid) or _same_process(sid, people[sid])
 
 
+def person_process(pid: int, people: Mapping[int, float | None]) -> bool:
+    """True when ``pid`` is, or is in the session of, a terminal started for the person
+    (``caller_origin``'s ``person_pids``)."""
+    return bool(people) and _person_started(pid, people)
+
+
+def kill_adopted_orphans(keep: Container[int], people: Mapping[int, float | None]) -> list[int]:
+    """SIGKILL the daemon's adopted orphans and their descendants at shutdown, sparing the
+    person's terminals (``subreaper.kill_adopted``; blocking). Returns the pids signalled."""
+    return subreaper.kill_adopted(keep, lambda pid: person_process(pid, people))
+
+
 def _same_process(pid: int, created: float | None) -> bool:
     try:
         now = psutil.Process(pid).create_time()
@@ -209,10 +239,11 @@ def caller_origin(
     live_children: Mapping[int, str],
     sessions: Mapping[int, tuple[str, float | None]],
     pane_ids: Container[str],
-    connected_at: float | None = None,
+    ref: ProcessRef | None = None,
     daemon_pid: int | None = None,
     person_pids: Mapping[int, float | None] | None = None,
     daemon_cgroup: str | None = None,
+    before_restart: Mapping[int, int] | None = None,
 ) -> Origin:
     """Trace the process ``pid`` (a socket peer or a D-Bus caller) to a pane, if any.
 
@@ -222,8 +253,11 @@ def caller_origin(
         sessions: every pane child this daemon started → (pane id, its start time or
             None) (``PaneProcesses.snapshot``).
         pane_ids: every pane id this daemon has had.
-        connected_at: wall-clock time the connection was accepted; a process at ``pid``
-            created later is a reused pid (the caller is gone).
+        ref: what binds ``pid`` to the process that connected (``system.procref``: a
+            pidfd, its exact start time, or the latest start time it can have). Checked
+            before and after the walk: a process that exited is ``gone``, another one at
+            the number is ``reused``. None (hook reporters, a notification server vouched
+            for at its first use) trusts the number.
         daemon_pid: the daemon's pid. The daemon is a child subreaper, so anything that
             left a pane by double-forking (``setsid -f``, a tmux server) is re-parented to
             it: a caller descending from the daemon is ``daemon`` (inside) unless the walk
@@ -233,22 +267,55 @@ def caller_origin(
             leader, so a caller in such a session counts as the person's too.
         daemon_cgroup: the daemon's own systemd unit cgroup (``own_unit_cgroup``); a caller
             in it is ``service`` (inside).
+        before_restart: pane leaders and adopted orphans of earlier runs of the daemon
+            that still live, pid → start ticks (``pane_records``): a caller with one of
+            them (same pid and start time) in its ancestry or as its session leader is
+            ``adopted_before_restart`` (inside). After a restart the subreaper rule no
+            longer sees them: they are re-parented to init (attack pass 3, A7).
 
     Returns:
         ``Origin``; ``inside`` for ancestry, session, environment (the caller's or any
-        ancestor's ``SIGNALTTY_PANE``), daemon, service, gone, reused, and — failing
+        ancestor's ``SIGNALTTY_PANE``), daemon, service, gone, reused,
+        adopted_before_restart, and — failing
         closed — ``deep`` (no root, daemon or person's terminal within ``ORIGIN_MAX_HOPS``
         processes) and ``broken`` (an ancestor vanished during the walk). Raises nothing.
     """
+    if ref is not None and (lost := ref.verdict()) is not None:
+        return Origin(True, lost)
     try:
-        proc = psutil.Process(pid)
-        created = proc.create_time()
-        if proc.status() == psutil.STATUS_ZOMBIE:
+        if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
             return Origin(True, "gone")
     except (psutil.Error, OSError):
         return Origin(True, "gone")
-    if connected_at is not None and created > connected_at + CLOCK_SLACK_S:
-        return Origin(True, "reused")
+    origin = _walk(
+        pid,
+        live_children=live_children,
+        sessions=sessions,
+        pane_ids=pane_ids,
+        daemon_pid=daemon_pid,
+        person_pids=person_pids,
+        daemon_cgroup=daemon_cgroup,
+        before_restart=before_restart or {},
+    )
+    # the walk read /proc under a number: if the process left it meanwhile, what was read
+    # may be another process's (the pidfd or start time says whether it still is ours)
+    if not origin.inside and ref is not None and (lost := ref.verdict()) is not None:
+        return Origin(True, lost)
+    return origin
+
+
+def _walk(
+    pid: int,
+    *,
+    live_children: Mapping[int, str],
+    sessions: Mapping[int, tuple[str, float | None]],
+    pane_ids: Container[str],
+    daemon_pid: int | None,
+    person_pids: Mapping[int, float | None] | None,
+    daemon_cgroup: str | None,
+    before_restart: Mapping[int, int],
+) -> Origin:
+    """``caller_origin`` once ``pid`` is known to be the caller (same arguments)."""
     people = person_pids or {}
     chain: list[psutil.Process] = []
     from_daemon = by_person = reached_root = False
@@ -289,6 +356,8 @@ def caller_origin(
         pane_id = _pane_session(member, live_children, sessions)
         if pane_id is not None:
             return Origin(True, "session", pane_id)
+    if before_restart and _before_restart([step.pid for step in chain], before_restart):
+        return Origin(True, "adopted_before_restart")
     if from_daemon:
         return Origin(True, "daemon")
     # the person's terminal opened by the daemon is in the daemon's unit cgroup too
@@ -325,3 +394,27 @@ def _pane_session(
     except (psutil.Error, OSError):
         return pane_id  # cannot tell: count it as the pane's (refusing is the safe side)
     return pane_id if created is not None and abs(now - created) < 0.01 else None
+
+
+def _before_restart(pids: list[int], records: Mapping[int, int]) -> bool:
+    """True when one of ``pids`` (a caller's chain) is a recorded process of an earlier run
+    (same pid, same start ticks) or is in the session such a process leads.
+
+    A session id stays reserved while a member lives, so a leader that no longer exists
+    still names its session; a leader pid now held by a different process does not.
+    """
+    for pid in pids:
+        recorded = records.get(pid)
+        if recorded is not None and start_ticks(pid) == recorded:
+            return True
+        try:
+            sid = os.getsid(pid)
+        except OSError:
+            continue
+        recorded = records.get(sid)
+        if recorded is None:
+            continue
+        leader = start_ticks(sid)
+        if leader is None or leader == recorded:
+            return True
+    return False

@@ -33,7 +33,9 @@ INTEGRATION_HOME_VAR: Final = "SIGNALTTY_INTEGRATION_HOME"
 # Providers without a builtin kind (their panes are ``generic`` with a catalog entry), by the
 # executable's basename (issue 11: Gemini CLI).
 PROVIDER_PROGRAMS: Final = {"gemini": "gemini"}
-DISABLED_NOTICE: Final = "{agent}: this launch disables user hooks/plugins; status integration is unavailable."
+DISABLED_NOTICE: Final = (
+    "{agent}: this launch disables user hooks/plugins; status integration is unavailable."
+)
 FAILED_NOTICE: Final = "{agent} status setup failed: {error}. The terminal remains available."
 
 
@@ -103,6 +105,18 @@ def choose_root(
     return root, {}
 
 
+def config_vars(program: str | None, agent_kind: str) -> frozenset[str]:
+    """The variables :func:`prepare` may put in a pane's ``config_env``: the root variable of
+    the provider of ``program`` (its basename, as :func:`prepare` reads it) or of the pane's
+    ``agent_kind``. A restored ``config_env`` holding anything else was not written by
+    signaltty (issue 10, third attack pass, A4)."""
+    kinds: set[str | None] = {agent_kind}
+    if program:
+        name = os.path.basename(program)
+        kinds |= {builtin_kind(name), PROVIDER_PROGRAMS.get(name)}
+    return frozenset(ROOT_VARS[k] for k in kinds if k is not None and k in ROOT_VARS)
+
+
 def merge_notice(integration: dict[str, Any] | None, agent: str, notice: str) -> dict[str, Any]:
     """Add a runtime notice: status becomes ``disabled`` unless it is already ``error``.
 
@@ -135,8 +149,8 @@ async def prepare(
         path: the hydrated PATH (to find the ``signaltty`` reporter).
 
     Returns:
-        None when the program is not ``claude``/``codex``/``opencode``/``cursor``/``pi``/``gemini``; else a
-        :class:`Setup` (``configured``, ``disabled`` or ``error``).
+        None when the program is not ``claude``/``codex``/``opencode``/``cursor``/``pi``/
+        ``gemini``; else a :class:`Setup` (``configured``, ``disabled`` or ``error``).
 
     Raises:
         Nothing: every failure becomes ``status: "error"``.
@@ -148,16 +162,30 @@ async def prepare(
     if kind not in PROVIDERS:
         return None
     if disables_user_hooks(kind, args):
-        return Setup({"agent": kind, "status": "disabled", "changed": False,
-                      "notice": DISABLED_NOTICE.format(agent=kind)})
+        return Setup(
+            {
+                "agent": kind,
+                "status": "disabled",
+                "changed": False,
+                "notice": DISABLED_NOTICE.format(agent=kind),
+            }
+        )
     try:
         root, config_env = choose_root(kind, request_env, cwd, os.environ)
-        report = await asyncio.wait_for(asyncio.to_thread(_install, kind, root, path), STEP_TIMEOUT_S)
+        report = await asyncio.wait_for(
+            asyncio.to_thread(_install, kind, root, path), STEP_TIMEOUT_S
+        )
     except Exception as exc:  # noqa: BLE001 - a setup failure must never stop the spawn
         error = str(exc) or ("timed out" if isinstance(exc, TimeoutError) else type(exc).__name__)
         log.warning("autoconfig.failed", agent=kind, error=error)
-        return Setup({"agent": kind, "status": "error", "changed": False,
-                      "notice": FAILED_NOTICE.format(agent=kind, error=error)})
+        return Setup(
+            {
+                "agent": kind,
+                "status": "error",
+                "changed": False,
+                "notice": FAILED_NOTICE.format(agent=kind, error=error),
+            }
+        )
     integration: dict[str, Any] = {"agent": kind, "status": "configured", "changed": report.changed}
     if report.notice:
         integration["notice"] = report.notice

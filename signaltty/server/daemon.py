@@ -7,12 +7,17 @@ Spec: desktop-and-service.md §2 (start, singleton, lock, restore, readiness, sh
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
+import functools
 import os
 import signal
 import socket
 import sys
+import threading
 import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -32,10 +37,12 @@ from signaltty.server.listener import Listener
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.refresh import ProcessRefresher, builtin_detect
 from signaltty.server.router import Router
+from signaltty.server.socketwatch import SocketWatch
 from signaltty.server.spawning import Spawner
 from signaltty.server.store import Store
+from signaltty.server.supervisor import InjectedFault, Policy, Supervisor, parse_faults
 from signaltty.server.sweep import ScreenSweep
-from signaltty.system import paths, sdnotify, shellpath, subreaper
+from signaltty.system import hardening, paths, sdnotify, shellpath, subreaper
 from signaltty.system.logging import configure_logging
 
 log = structlog.get_logger("signaltty.daemon")
@@ -49,6 +56,41 @@ _FINAL_SETTLE_PANE_S = 2.0
 _FINAL_SETTLE_S = 5.0
 _KILL_AFTER_S = 3.0
 _CLOSE_KILL_AFTER_S = 5.0
+# Names of the supervised tasks and of the shutdown steps (SIGNALTTY_FAULTS may name them).
+TASK_NAMES = (
+    "watchdog",
+    "flusher",
+    "orphan-reaper",
+    "proc-refresh",
+    "screen-sweep",
+    "path-hydration",
+    "sighup-reload",
+    "socket-watch",
+)
+SHUTDOWN_STEPS = (
+    "hooks",
+    "single_flight",
+    "will_shutdown",
+    "stop_accepting",
+    "tasks",
+    "snapshot",
+    "notifications",
+    "dbus",
+    "children",
+    "connections",
+    "socket",
+    "lock",
+)
+
+
+# One snapshot write at a time: a save cancelled at shutdown (the flusher's) goes on in its
+# worker thread, and the final save must neither share its temp file nor be replaced by it.
+_DISK_LOCK = threading.Lock()
+
+
+def _write_snapshot(state_dir: Path, data: bytes, tails: dict[str, str], keep: set[str]) -> None:
+    with _DISK_LOCK:
+        persistence.write_snapshot(state_dir, data, tails, keep)
 
 
 class StartupError(Exception):
@@ -93,9 +135,39 @@ class Daemon:
         self.bus = Bus()
         self.store = Store(self.bus)
         self.runtimes: dict[str, PaneRuntime] = {}
-        self.router = Router(self)
-        self.spawner = Spawner(self)
-        self.hooks = HookService(self)
+        # Services get the collaborators they use; for what only the daemon does or knows
+        # they get this object typed as one of the narrow Protocols of server/ports.py.
+        store, config, runtimes = self.store, self.config, self.runtimes
+        self.sweep = ScreenSweep(store=store, config=config, runtimes=runtimes, catalogs=self)
+        self.hooks = HookService(
+            store=store,
+            config=config,
+            runtimes=runtimes,
+            catalogs=self,
+            facts=self,
+            state_dir=self.state_dir,
+        )
+        self.spawner = Spawner(
+            store=store,
+            config=config,
+            runtimes=runtimes,
+            catalogs=self,
+            hydration=self,
+            socket_path=str(self.socket_path),
+            forget_pane=self.hooks.forget_pane,
+        )
+        self.router = Router(
+            store=store,
+            config=config,
+            runtimes=runtimes,
+            control=self,
+            catalogs=self,
+            hydration=self,
+            facts=self,
+            spawner=self.spawner,
+            hooks=self.hooks,
+            sweep=self.sweep,
+        )
         self.listener: Listener | None = None
         self.single_flight: set[asyncio.Task[Any]] = set()
         self.shutting_down = False
@@ -103,9 +175,10 @@ class Daemon:
         self.hydrated = asyncio.Event()
         self._lock_fd: int | None = None
         self._socket_ino: int | None = None
+        self.socket_watch: SocketWatch | None = None  # set once listening
         self._stop = asyncio.Event()
-        self._shutdown_task: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
+        # owns every long-lived task; run() serves inside it (server/supervisor.py)
+        self.supervisor = Supervisor(on_fatal=self._task_fatal)
         self._last_tail_save = 0.0
         self._saved_offsets: dict[str, int] = {}
         self._reapers: set[asyncio.Task[None]] = set()
@@ -114,7 +187,6 @@ class Daemon:
         self.dbus_service: Any = None  # signaltty.desktop.dbus.DbusService once started
         self.notifier: Any = None  # signaltty.desktop.notify.Notifier once started
         self.refresher: ProcessRefresher | None = None  # process refresh, set in run()
-        self.sweep = ScreenSweep(self)
         # processes started for the person (a notification click's terminal) → start time;
         # the self-approval guard trusts what runs under them (server.ancestry)
         self.person_pids: dict[int, float | None] = {}
@@ -172,6 +244,10 @@ class Daemon:
         self._lock_fd = fd
         # Manifests after the checks (§2.1 step 6): a refused start prints its one line only.
         self._load_catalog_at_start()
+        # not dumpable: pane processes cannot ptrace us (issue 10 third pass, A6); after the
+        # checks too, for the same reason
+        for warning in hardening.harden_daemon():
+            log.warning("hardening.warning", warning=warning)
 
     def _claim_socket_path(self) -> None:
         """Singleton check on an existing socket file (desktop-and-service.md §2.1 step 3).
@@ -207,17 +283,29 @@ class Daemon:
             probe.close()
 
     def _load_catalog_at_start(self) -> None:
-        """Bundled + user manifests; an unlistable agents dir is logged, never fatal (agents.md §4.2)."""
+        """Bundled + user manifests; an unlistable agents dir is logged, never fatal.
+
+        Spec: agents.md §4.2.
+        """
         try:
             self.catalog = load_catalog(self.agents_dir)
         except OSError as exc:
-            log.error("agents.dir_unlistable", dir=str(self.agents_dir), error=exc.strerror or str(exc))
+            log.error(
+                "agents.dir_unlistable", dir=str(self.agents_dir), error=exc.strerror or str(exc)
+            )
             self.catalog = load_catalog(None)
             self.catalog.dir = str(self.agents_dir)
             self.catalog.failures.append(
-                {"file": str(self.agents_dir), "error": f"cannot list directory: {exc.strerror or exc}"}
+                {
+                    "file": str(self.agents_dir),
+                    "error": f"cannot list directory: {exc.strerror or exc}",
+                }
             )
-        log.info("agents.loaded", entries=len(self.catalog.entries()), failures=len(self.catalog.failures))
+        log.info(
+            "agents.loaded",
+            entries=len(self.catalog.entries()),
+            failures=len(self.catalog.failures),
+        )
 
     async def reload_agents(self) -> dict[str, Any]:
         """``agents.reload``: re-read the agents directory and swap the whole catalog.
@@ -256,18 +344,27 @@ class Daemon:
         try:
             catalog = await asyncio.to_thread(load_catalog, self.agents_dir)
         except OSError as exc:
-            log.error("agents.reload_failed", dir=str(self.agents_dir), error=exc.strerror or str(exc))
+            log.error(
+                "agents.reload_failed", dir=str(self.agents_dir), error=exc.strerror or str(exc)
+            )
             raise SignalttyError(
                 "IO_ERROR", f"cannot list agents dir {self.agents_dir}: {exc.strerror or exc}"
             ) from None
         self.catalog = catalog
         listing = catalog.listing()
-        log.info("agents.reloaded", entries=len(listing["manifests"]), failures=len(listing["failures"]))
-        self.store.emit("agents.reloaded", {"manifests": listing["manifests"], "failures": listing["failures"]})
+        log.info(
+            "agents.reloaded", entries=len(listing["manifests"]), failures=len(listing["failures"])
+        )
+        self.store.emit(
+            "agents.reloaded", {"manifests": listing["manifests"], "failures": listing["failures"]}
+        )
         return listing
 
     def detect_program(self, name: str) -> Detection | None:
-        """Kind of a program name: user then bundled manifests, then builtin names (agents.md §3.1)."""
+        """Kind of a program name: user then bundled manifests, then builtin names.
+
+        Spec: agents.md §3.1.
+        """
         entry = self.catalog.detect(name)
         if entry is not None:
             return Detection(entry.kind, entry.id, entry.display_name)
@@ -286,9 +383,9 @@ class Daemon:
         if self._sighup_task is not None and not self._sighup_task.done():
             self._sighup_again = True
             return
-        self._sighup_task = asyncio.get_running_loop().create_task(self._sighup_reload(), name="sighup-reload")
-        self._background.add(self._sighup_task)
-        self._sighup_task.add_done_callback(self._background.discard)
+        self._sighup_task = self.supervisor.start(
+            "sighup-reload", self._sighup_reload, Policy.ONESHOT
+        )
 
     async def _sighup_reload(self) -> None:
         while True:
@@ -303,7 +400,7 @@ class Daemon:
                 return
 
     def _restore(self) -> None:
-        restored = persistence.load_snapshot(self.state_dir)
+        restored = persistence.load_snapshot(self.state_dir, self.catalog)
         for err in restored.errors:
             log.error("snapshot.restore_problem", error=err)
         for ws in restored.workspaces:
@@ -317,9 +414,9 @@ class Daemon:
             except Exception as exc:  # noqa: BLE001 - one odd record never stops every start
                 log.error("snapshot.restore_problem", error=f"pane {pane.id} skipped: {exc!r}")
                 self.store.panes.pop(pane.id, None)
-                ws = self.store.workspaces.get(pane.workspace_id)
-                if ws is not None and pane.id in ws.pane_ids:
-                    ws.pane_ids.remove(pane.id)
+                owner = self.store.workspaces.get(pane.workspace_id)
+                if owner is not None and pane.id in owner.pane_ids:
+                    owner.pane_ids.remove(pane.id)
                 continue
             tail = restored.tails.get(pane.id)
             if tail:
@@ -328,7 +425,9 @@ class Daemon:
                     rt.screen.feed(tail.replace("\n", "\r\n").encode())
                     rt.settle_now()
                 except Exception as exc:  # noqa: BLE001 - the pane is kept without its tail
-                    log.error("snapshot.restore_problem", error=f"tail of {pane.id} skipped: {exc!r}")
+                    log.error(
+                        "snapshot.restore_problem", error=f"tail of {pane.id} skipped: {exc!r}"
+                    )
             self.runtimes[pane.id] = rt
         self.store.notifications.extend(restored.notifications)
         log.info(
@@ -338,46 +437,127 @@ class Daemon:
         )
 
     async def run(self) -> int:
-        """Steps 5–9, then serve until shutdown; returns the exit code."""
+        """Steps 5–9, then serve until shutdown; returns the exit code.
+
+        Everything from the listener on, the shutdown included, runs inside the
+        supervisor's ``TaskGroup`` (server/supervisor.py).
+
+        Returns:
+            0, or ``supervisor.EXIT_TASK_FAILED`` (70) when a ``FATAL`` task failed.
+
+        Raises:
+            StartupError: the socket cannot be listened on.
+        """
         loop = asyncio.get_running_loop()
+        self._load_faults()
         self._restore()
-        self.listener = Listener(self)
-        try:
-            await self.listener.start(str(self.socket_path))
-        except OSError as exc:
-            # e.g. a socket file put there between the singleton check and bind
-            why = exc.strerror or exc
-            raise StartupError(f"cannot listen on {self.socket_path}: {why}") from None
-        self._socket_ino = os.stat(self.socket_path).st_ino
-        # orphans leaving a pane (setsid -f, a tmux server) become ours: issue 10 follow-up
-        if subreaper.become_subreaper():
-            self._spawn_bg(self._reap_orphans(), "orphan-reaper")
-        self.unit_cgroup = ancestry.own_unit_cgroup()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.request_shutdown)
-        loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
-        self._spawn_bg(self._flusher(), "flusher")
-        self.refresher = ProcessRefresher(self, detect=self.detect_program)
-        self.refresher.on_foreground.append(self._foreground_seen)
-        self._spawn_bg(self.refresher.run(), "proc-refresh")
-        self._spawn_bg(self.sweep.run(), "screen-sweep")
+        async with self.supervisor:
+            self.listener = Listener(
+                config=self.config,
+                bus=self.bus,
+                runtimes=self.runtimes,
+                dispatcher=self.router,
+                hooks=self.hooks,
+                control=self,
+                single_flight=self.single_flight,
+            )
+            try:
+                await self.listener.start(str(self.socket_path))
+            except OSError as exc:
+                # e.g. a socket file put there between the singleton check and bind
+                why = exc.strerror or exc
+                raise StartupError(f"cannot listen on {self.socket_path}: {why}") from None
+            self._socket_ino = os.stat(self.socket_path).st_ino
+            self.socket_watch = SocketWatch(
+                path=self.socket_path,
+                listener=self.listener,
+                store=self.store,
+                active=lambda: not self.shutting_down,
+            )
+            self.unit_cgroup = ancestry.own_unit_cgroup()
+            if (off := ancestry.cgroup_rule_off_reason()) is not None:  # attack pass 3, A11
+                log.warning("daemon.cgroup_rule_off", reason=off)
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.request_shutdown)
+            loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
+            self._start_tasks()
+            sdnotify.ready(f"listening on {self.socket_path}")
+            log.info(
+                "daemon.ready",
+                socket=str(self.socket_path),
+                pid=os.getpid(),
+                version=__version__,
+                loop=type(loop).__module__,
+            )
+            self._start_path_hydration()
+            self._start_desktop()
+            await self._stop.wait()
+            await self._shutdown()
+        return self.supervisor.exit_code
+
+    def _load_faults(self) -> None:
+        """Test-only fault injection from ``SIGNALTTY_FAULTS`` (server/supervisor.py).
+
+        The variable is removed from our environment: panes (and a daemon started in one)
+        do not inherit it. A malformed value is ignored with a warning, never fatal.
+        """
+        text = os.environ.pop("SIGNALTTY_FAULTS", None)
+        faults, warnings = parse_faults(text, tasks=TASK_NAMES, steps=SHUTDOWN_STEPS)
+        for warning in warnings:
+            log.warning("faults.ignored", warning=warning)
+        if faults.tasks or faults.steps:
+            log.warning("faults.injected", tasks=faults.tasks, steps=sorted(faults.steps))
+        self.supervisor.faults = faults
+
+    def _start_tasks(self) -> None:
+        """Start the supervised loops; they stop in the reverse order (watchdog last).
+
+        Policies (server/supervisor.py), and why:
+
+        - ``watchdog`` FATAL: it does nothing but send ``WATCHDOG=1``. If that raises, a
+          restart will not mend it, and a silent watchdog gets the daemon SIGABRTed by
+          systemd after ``WatchdogSec`` with nothing saved (a back-off of up to 30 s could
+          outlast the period too). Failing it runs the ordered shutdown — snapshot saved —
+          and exits 70, so ``Restart=on-failure`` starts a fresh daemon.
+        - ``flusher`` RESTART: persistence must go on. A failed save is already retried
+          inside the loop; a crash of the loop itself restarts it, and the store stays
+          dirty, so the next round saves what was missed.
+        - ``orphan-reaper`` RESTART: without it adopted orphans stay zombies; it keeps no
+          state between scans.
+        - ``proc-refresh``, ``screen-sweep`` RESTART: they classify panes without hooks and
+          rebuild what they need from the panes on their next pass; stopping the daemon
+          for them would cost every pane its process.
+        - ``socket-watch`` RESTART: re-binds the socket path when a pane process takes it
+          (server/socketwatch.py); it keeps only the inode it bound.
+
+        One-shots (``path-hydration``, ``sighup-reload``) are started where they are asked
+        for; a failure is logged and shown, never restarted.
+        """
+        sup = self.supervisor
         interval = sdnotify.watchdog_interval_s()
         if interval:
-            self._spawn_bg(self._watchdog(interval), "watchdog")
-        sdnotify.ready(f"listening on {self.socket_path}")
-        log.info(
-            "daemon.ready",
-            socket=str(self.socket_path),
-            pid=os.getpid(),
-            version=__version__,
-            loop=type(loop).__module__,
+            sup.start("watchdog", functools.partial(self._watchdog, interval), Policy.FATAL)
+        sup.start("flusher", self._flusher, Policy.RESTART)
+        # orphans leaving a pane (setsid -f, a tmux server) become ours: issue 10 follow-up
+        if subreaper.become_subreaper():
+            sup.start("orphan-reaper", self._reap_orphans, Policy.RESTART)
+        self.refresher = ProcessRefresher(
+            store=self.store, config=self.config, runtimes=self.runtimes, detect=self.detect_program
         )
-        self._start_path_hydration()
-        self._start_desktop()
-        await self._stop.wait()
-        assert self._shutdown_task is not None
-        await self._shutdown_task
-        return 0
+        self.refresher.on_foreground.append(self._foreground_seen)
+        sup.start("proc-refresh", self.refresher.run, Policy.RESTART)
+        sup.start("screen-sweep", self.sweep.run, Policy.RESTART)
+        # a pane process re-binding our socket path (issue 10 third pass, A8)
+        if self.socket_watch is not None:
+            sup.start("socket-watch", self.socket_watch.run, Policy.RESTART)
+
+    def task_status(self) -> list[dict[str, Any]]:
+        """``server.status.tasks`` (``Supervisor.status``)."""
+        return self.supervisor.status()
+
+    def _task_fatal(self, name: str) -> None:
+        log.error("daemon.task_fatal", task=name, exit_code=self.supervisor.exit_code)
+        self.request_shutdown()
 
     def _start_path_hydration(self) -> None:
         """Login-shell PATH, once, after the socket listens (desktop-and-service.md §5)."""
@@ -386,13 +566,29 @@ class Daemon:
             self.hydrated.set()
             return
         self.path_hydration = {"state": "pending", "added": []}
-        self._spawn_bg(self._hydrate(), "path-hydration")
+        self._start_hydration_task()
+
+    def _start_hydration_task(self) -> None:
+        task = self.supervisor.start("path-hydration", self._hydrate, Policy.ONESHOT)
+        if task is None:  # shutting down
+            self.hydrated.set()
+        else:
+            task.add_done_callback(self._hydration_ended)
+
+    def _hydration_ended(self, _task: asyncio.Task[None]) -> None:
+        # A run that crashed (or was cancelled) before the probe answered: spawns must not
+        # keep waiting for it, and server.status must not say "pending" for ever.
+        if self.path_hydration.get("state") == "pending":
+            self.path_hydration = {**self.path_hydration, "state": "failed"}
+        self.hydrated.set()
 
     async def _hydrate(self) -> None:
         try:
             result = await shellpath.hydrate(dict(os.environ))
         except Exception as exc:  # noqa: BLE001 - never stops the daemon
-            result = shellpath.Hydration("failed", os.environ.get("PATH", os.defpath), reason=repr(exc))
+            result = shellpath.Hydration(
+                "failed", os.environ.get("PATH", os.defpath), reason=repr(exc)
+            )
         finally:
             self.hydrated.set()
         if result.state == "done":
@@ -414,42 +610,50 @@ class Daemon:
         if self.hydrated.is_set():
             self.hydrated.clear()  # spawns arriving meanwhile wait for the new PATH
             self.path_hydration = {**self.path_hydration, "state": "pending"}
-            self._spawn_bg(self._hydrate(), "path-hydration")
+            self._start_hydration_task()
         # The probe ends within its own 5 s limit (killed then); a little slack lets the
         # answer carry that outcome instead of "pending".
         if not self.hydrated.is_set():
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.hydrated.wait(), shellpath.TIMEOUT_S + 0.5)
-            except TimeoutError:
-                pass
 
     async def wait_hydration(self) -> None:
         """A spawn arriving while hydration runs waits for it, at most 5 s (§5 "ordering")."""
         if not self.hydrated.is_set():
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.hydrated.wait(), shellpath.TIMEOUT_S)
-            except TimeoutError:
-                pass
 
     def _start_desktop(self) -> None:
         """Step 9: D-Bus service and notifier in the background; failures never stop us."""
         try:
+            from signaltty.server.desktop_port import DesktopPort
+
+            # desktop/ sees the daemon only through this port (desktop/host.py)
+            port = DesktopPort(
+                store=self.store,
+                router=self.router,
+                hooks=self.hooks,
+                runtimes=self.runtimes,
+                person_pids=self.person_pids,
+                socket_path=self.socket_path,
+                config=self.config,
+            )
             if self.config.dbus.enabled:
                 from signaltty.desktop.dbus import DbusService
 
-                self.dbus_service = DbusService(self)
+                self.dbus_service = DbusService(port)
                 self.dbus_service.start()
             if self.config.notifications.enabled:
                 from signaltty.desktop.notify import Notifier
 
-                self.notifier = Notifier(self)
+                self.notifier = Notifier(port)
                 self.notifier.start()
         except Exception:  # noqa: BLE001 - the desktop surface is optional
             log.exception("desktop.start_failed")
 
     async def _reap_orphans(self) -> None:
-        """Reap adopted orphans that exited (``system.subreaper``); pane children are not touched."""
-        reaper = subreaper.OrphanReaper()
+        """Reap adopted orphans that exited (``system.subreaper``); pane children are left alone."""
+        reaper = subreaper.OrphanReaper(record=self.hooks.record_adopted)
         while True:
             await asyncio.sleep(subreaper.ORPHAN_SCAN_S)
             keep = {rt.proc.pid for rt in list(self.runtimes.values()) if rt.proc is not None}
@@ -461,11 +665,6 @@ class Daemon:
                 continue
             if reaped:
                 log.debug("daemon.orphans_reaped", pids=reaped)
-
-    def _spawn_bg(self, coro: Any, name: str) -> None:
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     async def _watchdog(self, interval: float) -> None:
         while True:
@@ -515,7 +714,10 @@ class Daemon:
             loop = asyncio.get_running_loop()
             final_by = loop.time() + _FINAL_SETTLE_S
             for pane_id, rt in list(self.runtimes.items()):
-                if rt.output_offset != self._saved_offsets.get(pane_id, 0) or pane_id not in self._saved_offsets:
+                if (
+                    rt.output_offset != self._saved_offsets.get(pane_id, 0)
+                    or pane_id not in self._saved_offsets
+                ):
                     left = min(_FINAL_SETTLE_PANE_S, final_by - loop.time())
                     if self.shutting_down and not self._hurry and left > 0:
                         try:
@@ -527,7 +729,7 @@ class Daemon:
                     tails[pane_id], _ = rt.tail_text(5000, apply_pending=False)
         keep = set(store.panes) if self.config.persistence.save_tails else set()
         try:
-            await asyncio.to_thread(persistence.write_snapshot, self.state_dir, data, tails, keep)
+            await asyncio.to_thread(_write_snapshot, self.state_dir, data, tails, keep)
         except OSError as exc:
             store.dirty = True
             log.error("snapshot.write_failed", error=str(exc))
@@ -541,8 +743,8 @@ class Daemon:
     def request_shutdown(self) -> None:
         """Begin the shutdown sequence; a second request skips the grace period for children
         (the snapshot is still written first; desktop-and-service.md §2.2)."""
-        if self._shutdown_task is None:
-            self._shutdown_task = asyncio.get_running_loop().create_task(self._shutdown())
+        if not self._stop.is_set():
+            self._stop.set()  # run() unwinds, inside the supervisor
         else:
             self._hurry = True
 
@@ -569,44 +771,74 @@ class Daemon:
         self._reapers.add(task)
         task.add_done_callback(self._reapers.discard)
 
-    async def _step(self, name: str, coro: Any, timeout: float = 10.0) -> None:
+    async def _step(
+        self, name: str, coro: Coroutine[Any, Any, object], limit_s: float = 10.0
+    ) -> None:
+        """One shutdown step: a failure or timeout is logged with its traceback, never raised."""
         try:
-            async with asyncio.timeout(timeout):
+            if self.supervisor.faults.take_step(name):
+                coro.close()
+                raise InjectedFault()
+            async with asyncio.timeout(limit_s):
                 await coro
         except Exception:  # noqa: BLE001 - one failed step never skips the rest
             log.exception("shutdown.step_failed", step=name)
 
+    def _step_now(self, name: str, action: Callable[[], object]) -> None:
+        """A synchronous shutdown step, with :meth:`_step`'s guarantee."""
+        try:
+            if self.supervisor.faults.take_step(name):
+                raise InjectedFault()
+            action()
+        except Exception:  # noqa: BLE001 - one failed step never skips the rest
+            log.exception("shutdown.step_failed", step=name)
+
     async def _shutdown(self) -> None:
+        """The one ordered unwinding (desktop-and-service.md §2.2), steps ``SHUTDOWN_STEPS``.
+
+        Every step runs even when an earlier one failed (``shutdown.step_failed``); the
+        supervised tasks are stopped (last started first) before the snapshot is written,
+        and the snapshot before any child is signalled.
+        """
         log.info("shutdown.started")
         sdnotify.stopping("shutting down")
         self.shutting_down = True
         self.store.shutting_down = True
-        self.hooks.cancel_all("shutdown")
-        for task in list(self.single_flight):
-            task.cancel()
-        self.store.emit("server.will_shutdown", {})
+        self._step_now("hooks", lambda: self.hooks.cancel_all("shutdown"))
+        self._step_now("single_flight", self._cancel_single_flight)
+        self._step_now("will_shutdown", lambda: self.store.emit("server.will_shutdown", {}))
         if self.listener is not None:
             await self._step("stop_accepting", self.listener.stop_accepting())
-        for task in list(self._background):
-            task.cancel("shutdown")
-        await self._step("snapshot", self.save(), timeout=30)
+        await self._step("tasks", self.supervisor.stop())
+        await self._step("snapshot", self.save(), limit_s=30)
         if self.notifier is not None:
-            await self._step("notifications", self.notifier.close(), timeout=5)
+            await self._step("notifications", self.notifier.close(), limit_s=5)
         if self.dbus_service is not None:
-            await self._step("dbus", self.dbus_service.close(), timeout=5)
+            await self._step("dbus", self.dbus_service.close(), limit_s=5)
         await self._step("children", self._stop_children())
         if self.listener is not None:
             await self._step("connections", self.listener.close_all())
-        try:
-            if os.stat(self.socket_path).st_ino == self._socket_ino:
-                os.unlink(self.socket_path)
-        except OSError:
-            pass
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._step_now("socket", self._unlink_socket)
+        self._step_now("lock", self._release_lock)
         log.info("shutdown.complete")
-        self._stop.set()
+
+    def _cancel_single_flight(self) -> None:
+        for task in list(self.single_flight):
+            task.cancel()
+
+    def _unlink_socket(self) -> None:
+        # only our own socket: another daemon may have taken the path since
+        try:
+            ino = self.socket_watch.ino if self.socket_watch else self._socket_ino
+            if os.stat(self.socket_path).st_ino == ino:
+                os.unlink(self.socket_path)
+        except FileNotFoundError:
+            pass
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            fd, self._lock_fd = self._lock_fd, None
+            os.close(fd)
 
     async def _stop_children(self) -> None:
         """SIGHUP every pane's process group, SIGKILL what is left after 3 s.
@@ -630,6 +862,9 @@ class Daemon:
             await rt.wait_exit(1.0)
             if rt.watcher is not None:
                 rt.watcher.close()
+        # and adopted orphans (attack pass 3, A7): once we exit, init adopts them unmarked
+        panes = {rt.proc.pid for rt in every if rt.proc is not None}
+        await asyncio.to_thread(ancestry.kill_adopted_orphans, panes, dict(self.person_pids))
 
 
 def _loop_factory() -> Any:

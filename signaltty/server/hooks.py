@@ -14,12 +14,12 @@ import asyncio
 import json
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import structlog
 
-from signaltty.agents import keyed, permission, resume
-from signaltty.agents.adapters import adapter_for
+from signaltty.agents import hook_input, keyed, permission, resume
 from signaltty.agents.adapters.base import Adapter
 from signaltty.agents.adapters.overlay import resolve_adapter
 from signaltty.core import rules
@@ -27,19 +27,25 @@ from signaltty.core.ids import new_id
 from signaltty.core.limits import MAX_HOOK_PAYLOAD
 from signaltty.core.model import Decision, Pane
 from signaltty.core.states import Lifecycle
+from signaltty.core.verdicts import ALLOW_IDS, DENY_IDS
 from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import ancestry
-
-if TYPE_CHECKING:
-    from signaltty.server.daemon import Daemon
+from signaltty.server.config import Config
+from signaltty.server.pane_records import PaneRecords
+from signaltty.server.ports import CatalogSource, OriginFacts, Runtimes
+from signaltty.server.store import Store
+from signaltty.system.procref import ProcessRef
 
 log = structlog.get_logger("signaltty.hooks")
 
 # Names a payload's ``agent``/``harness`` field may use for another known agent (step 6).
-KNOWN_AGENTS = frozenset({"claude", "codex", "opencode", "cursor", "pi", "gemini", "copilot", "grok"})
-ALLOW_IDS = ("once", "allow", "yes", "y", "approve", "accept")
-DENY_IDS = ("deny", "no", "n", "reject", "decline")
+KNOWN_AGENTS = frozenset(
+    {"claude", "codex", "opencode", "cursor", "pi", "gemini", "copilot", "grok"}
+)
+# The first line of a typed decision's prompt while its dialog was not on screen: the rest
+# is only what a process reported (issue 10, attack 3, A10).
+REPORTED_ONLY = "[reported by a process in the pane; the agent's dialog was not on screen yet]"
 REFUSED_FROM_PANE = (
     "answer from your own terminal, the notification or D-Bus; "
     "processes inside signaltty panes cannot answer permissions"
@@ -55,12 +61,14 @@ class Caller:
             process, which is not inside any pane).
         pid: the calling process (``SO_PEERCRED`` / ``GetConnectionUnixProcessID``); None
             when unknown, which is refused for ``socket`` and ``dbus``.
-        connected_at: wall-clock time the socket connection was accepted (pid reuse check).
+        ref: what binds ``pid`` to the process that connected (a pidfd, its start time at
+            accept, or the latest start time it can have; ``system.procref``): a pid reused
+            since is refused (attack pass 3, A1/A2).
     """
 
     surface: str
     pid: int | None = None
-    connected_at: float | None = None
+    ref: ProcessRef | None = None
 
 
 DAEMON_CALLER = Caller("daemon")
@@ -82,15 +90,30 @@ class Route:
 class HookService:
     """Hooks, sessions and answers for one daemon."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.d = daemon
-        self.store = daemon.store
+    def __init__(
+        self,
+        *,
+        store: Store,
+        config: Config,
+        runtimes: Runtimes,
+        catalogs: CatalogSource,
+        facts: OriginFacts,
+        state_dir: Path | None = None,
+    ) -> None:
+        """``state_dir`` holds ``pane-processes.json`` (``pane_records``; None: not kept)."""
+        self.store = store
+        self.config = config
+        self.runtimes = runtimes
+        self.catalogs = catalogs
+        self.facts = facts
         self.routes: dict[str, Route] = {}
         self.store.route_cancellers.append(self.cancel_route)
         # pane_id → pid of the agent process whose session the pane tracks
         self.agent_pids: dict[str, int] = {}
         # every pane process started in this run, kept after the pane exits or closes
         self.pane_procs = ancestry.PaneProcesses()
+        # ... and of earlier runs, across a restart (attack pass 3, A7)
+        self.records = PaneRecords(state_dir)
         self.store.bus.observers.append(self._on_event)
         # Hooks are applied in arrival order although the ancestry walk runs in a thread.
         self._hook_order = asyncio.Lock()
@@ -101,9 +124,20 @@ class HookService:
             asyncio.get_running_loop().call_soon(self._note_panes)
 
     def _note_panes(self) -> None:
-        for pane_id, rt in list(self.d.runtimes.items()):
+        new = False
+        for pane_id, rt in list(self.runtimes.items()):
             if rt.proc is not None:
                 self.pane_procs.note(rt.proc.pid, pane_id)
+                new = self.records.note_leader(rt.proc.pid) or new
+        if new:  # a crash right after a spawn must not forget the pane
+            asyncio.get_running_loop().run_in_executor(None, self.records.write)
+
+    def record_adopted(self, adopted: frozenset[int]) -> None:
+        """Persist this run's pane leaders and ``adopted`` orphans (blocking: the orphan
+        scan's thread, ``subreaper.OrphanReaper``). Terminals started for the person are
+        not orphans of a pane and are left out."""
+        people = dict(self.facts.person_pids)
+        self.records.write(pid for pid in adopted if not ancestry.person_process(pid, people))
 
     # ---------------------------------------------------------------- routes
 
@@ -124,7 +158,7 @@ class HookService:
         """
         if kind not in permission.HIDDEN_WHILE_WAITING or self.answerable_elsewhere():
             return requested
-        return min(requested, self.d.config.permissions.hidden_wait_s)
+        return min(requested, self.config.permissions.hidden_wait_s)
 
     def answerable_elsewhere(self) -> bool:
         """Whether someone can answer a permission away from the agent's terminal now: the
@@ -132,7 +166,7 @@ class HookService:
         ``decision.created`` (``signaltty top``, ``subscribe``; not ``pane attach``, which
         only follows its pane's exit). D-Bus listeners cannot be seen (the bus keeps match
         rules to itself); docs/configuration.md says so."""
-        notifier = getattr(self.d, "notifier", None)
+        notifier = self.facts.notifier
         if notifier is not None and notifier.can_answer:
             return True
         return self.store.bus.subscribed_to("decision.created")
@@ -153,7 +187,9 @@ class HookService:
                 not pane.live
                 or pane.process_instance != route.process_instance
                 or pane.agent.kind != route.kind
-                or (route.agent_session_id and pane.agent.agent_session_id != route.agent_session_id)
+                or (
+                    route.agent_session_id and pane.agent.agent_session_id != route.agent_session_id
+                )
                 or dec is None
                 or dec.id != route.decision_id
             ):
@@ -164,7 +200,7 @@ class HookService:
     def _children(self) -> dict[int, str]:
         return {
             rt.proc.pid: pane_id
-            for pane_id, rt in self.d.runtimes.items()
+            for pane_id, rt in self.runtimes.items()
             if rt.proc is not None and rt.live
         }
 
@@ -198,7 +234,9 @@ class HookService:
         if chain.pane_id is not None:
             pane = self.store.panes.get(chain.pane_id)
             if named is not None and pane is not None and pane.id != named.id:
-                log.warning("hook.rerouted", named=named.id, pane_id=pane.id, from_env=p.pane_from_env)
+                log.warning(
+                    "hook.rerouted", named=named.id, pane_id=pane.id, from_env=p.pane_from_env
+                )
             return pane, chain, None
         if named is None:
             return None, chain, None
@@ -211,7 +249,9 @@ class HookService:
         # person approves
         origin = await self.origin(Caller(surface="hook", pid=reporter_pid))
         if origin.inside and origin.pane_id != named.id:
-            log.warning("hook.escaped_reporter", named=named.id, why=origin.why, caller_pane=origin.pane_id)
+            log.warning(
+                "hook.escaped_reporter", named=named.id, why=origin.why, caller_pane=origin.pane_id
+            )
             return None, chain, "outside_pane"
         return named, None, None
 
@@ -224,14 +264,23 @@ class HookService:
 
         Raises:
             SignalttyError: ``BAD_PARAMS``, ``RATE_LIMITED`` (payload > 256 KiB),
-                ``NO_SUCH_PANE``, ``PANE_EXITED`` (native waiting on an exited pane).
+                ``NO_SUCH_PANE``, ``PANE_EXITED`` (native waiting on an exited pane),
+                ``FORBIDDEN`` (a decision answered by typing, not from the agent's own hook
+                process: ``_check_typed_reporter``).
         """
         payload = p.payload
-        if payload is not None and len(json.dumps(payload, separators=(",", ":"))) > MAX_HOOK_PAYLOAD:
-            raise SignalttyError("RATE_LIMITED", "payload larger than 256 KiB", {"field": "payload"})
+        if (
+            payload is not None
+            and len(json.dumps(payload, separators=(",", ":"))) > MAX_HOOK_PAYLOAD
+        ):
+            raise SignalttyError(
+                "RATE_LIMITED", "payload larger than 256 KiB", {"field": "payload"}
+            )
         if payload is not None and not isinstance(payload, dict):
-            raise SignalttyError("BAD_PARAMS", "payload must be a JSON object or null", {"field": "payload"})
-        adapter = resolve_adapter(getattr(self.d, "catalog", None), p.agent)
+            raise SignalttyError(
+                "BAD_PARAMS", "payload must be a JSON object or null", {"field": "payload"}
+            )
+        adapter = resolve_adapter(self.catalogs.catalog, p.agent)
         # 1. native permission synthesis
         decision: Decision | None = None
         now = self.store.now()
@@ -241,16 +290,22 @@ class HookService:
             and permission.meets_native_contract(adapter.kind if adapter else p.agent, payload)
         )
         if native_ok:
-            decision = permission.native_decision(adapter.kind if adapter else p.agent, payload, now=now)
+            decision = permission.native_decision(
+                adapter.kind if adapter else p.agent, payload, now=now
+            )
         elif p.wait_for_answer:
             raise SignalttyError(
                 "BAD_PARAMS",
-                "native waiting needs a PermissionRequest meeting the native contract and no explicit decision",
+                "native waiting needs a PermissionRequest meeting the native contract"
+                " and no explicit decision",
                 {"field": "wait_for_answer"},
             )
         # 2. validate the explicit decision
         if p.decision is not None:
             decision = _explicit_decision(p.decision, adapter, now)
+            if adapter is not None and adapter.answer_channel() is not None:
+                # answered by the dialog's own fixed keys, never the reporter's options (A10)
+                decision = keyed.typed_decision(decision)
         elif decision is None:  # a dialog answered by keys (Gemini CLI, issue 11)
             decision = keyed.decision_for(p.agent, p.event, payload, now=now)
         # 3. adapter
@@ -259,10 +314,50 @@ class HookService:
         async with self._hook_order:
             # 4–5. pane (the walk runs in a thread; the lock keeps hooks in arrival order)
             pane, chain, dropped = await self._pane_for(p, peer_pid or p.client_pid)
+            if pane is not None and dropped is None and keyed.is_typed(decision):
+                assert decision is not None
+                await self._check_typed_reporter(chain, adapter, peer_pid or p.client_pid)
+                self._screen_question(pane, decision)
             result, route = self._apply_hook(p, adapter, decision, now, pane, chain, dropped)
         if route is None:
             return result
         return await self._wait_verdict(route, result)
+
+    async def _check_typed_reporter(
+        self, chain: ancestry.Chain | None, adapter: Adapter, reporter_pid: int | None
+    ) -> None:
+        """A decision answered by typing is taken only from the agent's own hook process.
+
+        Inside a pane, the reporter's parent must be the agent process
+        (``ancestry.agent_process``): a background task or an MCP server the agent started
+        is a deeper descendant and is refused. A reporter traced to no pane by ancestry must
+        be outside every pane by the guard's measure (the person). Issue 10, attack 3, A10.
+
+        Raises:
+            SignalttyError: ``FORBIDDEN`` (``details.field = "decision"``).
+        """
+        if chain is not None and chain.pane_id is not None:
+            agent = ancestry.agent_process(chain, adapter.builtin_names)
+            if agent is not None and len(chain.pids) > 1 and chain.pids[1] == agent:
+                return
+        elif reporter_pid is not None:
+            origin = await self.origin(Caller(surface="hook", pid=reporter_pid))
+            if not origin.inside:
+                return
+        log.warning("hook.typed_decision_refused", agent=adapter.kind, pid=reporter_pid)
+        raise SignalttyError(
+            "FORBIDDEN",
+            f"a {adapter.kind} decision is accepted only from the agent's own hook process"
+            " (its parent must be the agent), not from a process the agent started",
+            {"field": "decision"},
+        )
+
+    def _screen_question(self, pane: Pane, decision: Decision) -> None:
+        """Show the dialog's own question when it is on screen, else say the prompt is only
+        what a process reported (the person must not approve a reporter's wording)."""
+        rt = self.runtimes.get(pane.id)
+        shown = keyed.question(decision, rt.screen.screen_text()) if rt is not None else None
+        decision.prompt = shown or f"{REPORTED_ONLY}\n{decision.prompt}"
 
     def _apply_hook(
         self,
@@ -279,32 +374,47 @@ class HookService:
         base = {"agent": p.agent, "event": p.event}
         if dropped is not None:
             # the reporter runs in no pane: the agent goes on by itself (no verdict, exit 0)
-            return {**base, "accepted": False, "dropped": True, "reason": dropped,
-                    "pane_id": None, "lifecycle": None, "attention": None}, None
+            return {
+                **base,
+                "accepted": False,
+                "dropped": True,
+                "reason": dropped,
+                "pane_id": None,
+                "lifecycle": None,
+                "attention": None,
+            }, None
         if pane is None:
             if p.wait_for_answer:
                 raise SignalttyError("BAD_PARAMS", "native waiting requires a managed pane")
-            return {**base, "accepted": True, "pane_id": None, "lifecycle": None, "attention": None}, None
+            return {
+                **base,
+                "accepted": True,
+                "pane_id": None,
+                "lifecycle": None,
+                "attention": None,
+            }, None
         if p.wait_for_answer and not pane.live:
             raise SignalttyError("PANE_EXITED", f"pane has exited: {pane.id}")
         foreign = _foreign_harness(payload, adapter.kind)
         session_id, rejected = adapter.session_identity(payload)
         if rejected is not None:  # never stored, never an argv operand (issue 10 item 4)
-            log.warning("hook.session_id_rejected", pane_id=pane.id, reason=resume.rejection(adapter, rejected))
+            log.warning(
+                "hook.session_id_rejected",
+                pane_id=pane.id,
+                reason=resume.rejection(adapter, rejected),
+            )
         if chain is not None and chain.pane_id != pane.id:
             chain = None
         # Nested agent sessions (e.g. `claude -p` run by a tool inside the pane's agent).
-        if chain is not None and session_id is not None and self._is_nested(pane, chain, adapter, session_id):
+        if (
+            chain is not None
+            and session_id is not None
+            and self._is_nested(pane, chain, adapter, session_id)
+        ):
             return _dropped(base, pane, "nested_session"), None
         if adapter.is_auxiliary(p.event, payload, pane.agent.agent_session_id):
             # e.g. the notify of Codex's hidden title-generation thread
             return _dropped(base, pane, "unrecognized_hook"), None
-        resume_argv = resume.resolve(pane, adapter, session_id) if session_id else None
-        reported = (
-            pane.agent.resume_source == "reported"
-            and resume_argv is not None
-            and resume_argv == pane.agent.resume_argv
-        )
         route: Route | None = None
         if p.wait_for_answer and decision is not None:
             loop = asyncio.get_running_loop()
@@ -320,26 +430,20 @@ class HookService:
                 loop.create_future(),
             )
             self.routes[decision.id] = route
-        hook = rules.HookInput(
-            agent=adapter.kind,
-            event=p.event,
-            classification=adapter.classify(p.event, payload),
+        hook = hook_input.assemble(
+            adapter,
+            pane,
+            p.event,
+            payload,
             session_id=session_id,
-            resume_argv=resume_argv,
-            resume_source="reported" if reported else "adapter",
-            draft=adapter.notification_draft(p.event, payload),
-            default_title=adapter.default_title,
-            display_name=adapter.display_name,
             decision=decision,
-            answer_channel=adapter.answer_channel() is not None or keyed.is_keyed(decision),
             native_route=route is not None,
+            notification_id=new_id("notif"),
             foreign_harness=foreign,
             message=p.message,
             body=p.body,
             title=p.title,
             severity=p.severity,
-            notification_id=new_id("notif"),
-            tool_name=_tool_name(payload),
         )
         outcome = rules.on_hook(pane, hook, now=now)
         if not outcome.accepted:
@@ -363,7 +467,9 @@ class HookService:
             result["decision_id"] = outcome.decision_id
         return result, route
 
-    def _is_nested(self, pane: Pane, chain: ancestry.Chain, adapter: Adapter, session_id: str) -> bool:
+    def _is_nested(
+        self, pane: Pane, chain: ancestry.Chain, adapter: Adapter, session_id: str
+    ) -> bool:
         """A hook from a second agent process running *inside* the pane's tracked agent.
 
         The pane tracks the agent process that reported its session (recorded at the first
@@ -410,8 +516,16 @@ class HookService:
         ending, e.g. ``timeout``) is added to the event, so the notifier can tell the person
         that the agent now asks in its terminal (issue 13 item 7)."""
         self.routes.pop(route.decision_id, None)
+        if self.store.shutting_down:
+            # The agent still shows its dialog: the decision stays in the snapshot and is
+            # restored read-only (states.md restore, RS4), whatever the order of shutdown steps.
+            return
         pane = self.store.panes.get(route.pane_id)
-        if pane is not None and pane.pending_decision is not None and pane.pending_decision.id == route.decision_id:
+        if (
+            pane is not None
+            and pane.pending_decision is not None
+            and pane.pending_decision.id == route.decision_id
+        ):
             dec = pane.pending_decision
             pane.pending_decision = None
             payload = {"pane_id": pane.id, "decision_id": dec.id, "reason": reason}
@@ -421,8 +535,11 @@ class HookService:
 
     # ---------------------------------------------------------------- report-session
 
-    async def report_session(self, p: P.ReportSession, caller: Caller | None = None) -> dict[str, Any]:
-        """``report-session`` (protocol.md §6), from inside the named pane or from outside every pane.
+    async def report_session(
+        self, p: P.ReportSession, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        """``report-session`` (protocol.md §6), from inside the named pane or from outside
+        every pane.
 
         ``caller`` is the kernel's word on the client (``SO_PEERCRED``). A process traced to
         another pane (ancestry, session, environment, a daemon-started escape; see
@@ -451,14 +568,15 @@ class HookService:
                 log.warning("report_session.refused", pane_id=p.pane_id, caller_pane=where)
                 raise SignalttyError(
                     "FORBIDDEN",
-                    "report-session is accepted only from inside the pane it names (or from outside every pane)",
+                    "report-session is accepted only from inside the pane it names"
+                    " (or from outside every pane)",
                     {"pane_id": p.pane_id},
                 )
             pane = self.store.panes.get(p.pane_id)
             if pane is None:
                 raise SignalttyError("NO_SUCH_PANE", f"no such pane: {p.pane_id}")
         kind = p.agent or (pane.agent.kind if pane.agent.kind not in ("none",) else "generic")
-        adapter = resolve_adapter(getattr(self.d, "catalog", None), kind)
+        adapter = resolve_adapter(self.catalogs.catalog, kind)
         if adapter is None:
             raise SignalttyError("BAD_PARAMS", f"unknown agent: {kind}", {"field": "agent"})
         try:
@@ -473,8 +591,15 @@ class HookService:
             except ValueError as exc:
                 raise SignalttyError("BAD_PARAMS", str(exc), {"field": "resume_argv"}) from None
             template = adapter.resume_template()
-            expected = resume.substitute(template, session_id, adapter.session_id_grammar) if template else None
-            if not (resume.matches_template(reported, expected) or resume.matches_template(reported, argv)):
+            expected = (
+                resume.substitute(template, session_id, adapter.session_id_grammar)
+                if template
+                else None
+            )
+            if not (
+                resume.matches_template(reported, expected)
+                or resume.matches_template(reported, argv)
+            ):
                 log.warning("report_session.resume_argv_rejected", pane_id=pane.id)
                 raise SignalttyError(
                     "BAD_PARAMS",
@@ -484,7 +609,12 @@ class HookService:
                     {"field": "resume_argv"},
                 )
         effects, changed = rules.set_session(
-            pane, adapter.kind, session_id, argv, resume_source="adapter", display_name=adapter.display_name
+            pane,
+            adapter.kind,
+            session_id,
+            argv,
+            resume_source="adapter",
+            display_name=adapter.display_name,
         )
         if changed:
             effects.append(rules.Emit("pane.updated", {"pane": pane.to_wire(), "changed": changed}))
@@ -517,7 +647,9 @@ class HookService:
             route = self.routes.get(dec.id)
             loop = asyncio.get_running_loop()
             if option not in ("once", "deny"):
-                raise SignalttyError("BAD_PARAMS", "a native decision takes once or deny", {"field": "option_id"})
+                raise SignalttyError(
+                    "BAD_PARAMS", "a native decision takes once or deny", {"field": "option_id"}
+                )
             if (
                 route is None
                 or route.future.done()
@@ -525,33 +657,40 @@ class HookService:
                 or not dec.answerable
                 or route.pane_id != pane.id
                 or route.kind != pane.agent.kind
-                or (route.agent_session_id and route.agent_session_id != pane.agent.agent_session_id)
+                or (
+                    route.agent_session_id and route.agent_session_id != pane.agent.agent_session_id
+                )
                 or loop.time() > route.deadline
             ):
                 raise SignalttyError("NO_SUCH_DECISION", f"decision is no longer pending: {dec.id}")
             del self.routes[dec.id]
             route.future.set_result(("verdict", "allow" if option == "once" else "deny"))
         else:
+            # only a fixed dialog spec's keys are ever typed (agents/keyed.py): never keys
+            # derived from a reporter's options (issue 10, attack 3, A10)
             keys = keyed.keys_for(dec, option)
-            if not dec.answerable or (keys is None and self._channel(pane) is None):
+            if not dec.answerable or keys is None:
                 if not pane.live:
                     raise SignalttyError("PANE_EXITED", f"pane has exited: {pane.id}")
                 raise SignalttyError("BAD_PARAMS", "no answer channel for this decision")
             if not pane.live:
                 raise SignalttyError("PANE_EXITED", f"pane has exited: {pane.id}")
-            index = [o["id"] for o in dec.options].index(option) + 1
-            rt = self.d.runtimes.get(pane.id)
-            if keys is not None and rt is not None:
+            rt = self.runtimes.get(pane.id)
+            if rt is not None:
                 await rt.settle()  # the screen as of now, not as of the last sweep
                 if pane.pending_decision is not dec:
-                    raise SignalttyError("NO_SUCH_DECISION", f"decision is no longer pending: {dec.id}")
-            if keys is not None and (rt is None or not keyed.dialog_shown(dec, rt.screen.screen_text())):
+                    raise SignalttyError(
+                        "NO_SUCH_DECISION", f"decision is no longer pending: {dec.id}"
+                    )
+            if rt is None or not keyed.dialog_shown(dec, rt.screen.screen_text()):
                 # never type into a pane whose dialog is gone (answered at the terminal)
                 self.store.apply(rules.clear_decision(pane, "moved_on"))
-                raise SignalttyError("NO_SUCH_DECISION", f"the dialog is no longer on screen: {dec.id}")
+                raise SignalttyError(
+                    "NO_SUCH_DECISION", f"the dialog is no longer on screen: {dec.id}"
+                )
             try:
                 assert rt is not None
-                await rt.write_input(keys if keys is not None else f"{index}\n".encode(), 5.0)
+                await rt.write_input(keys, 5.0)
             except SignalttyError as exc:
                 if pane.pending_decision is dec:
                     self.store.apply(rules.clear_decision(pane, "pane_exited"))
@@ -561,7 +700,9 @@ class HookService:
         self.store.apply(rules.on_answer(pane, dec.id, option, now=self.store.now()))
         if not dec.native and keyed.is_keyed(dec) and keyed.ends_turn(dec, option):
             # e.g. Gemini's "No" cancels the turn and no hook follows it
-            self.store.apply(rules.set_lifecycle(pane, Lifecycle.IDLE, "answer", now=self.store.now()))
+            self.store.apply(
+                rules.set_lifecycle(pane, Lifecycle.IDLE, "answer", now=self.store.now())
+            )
         return {
             "answered": True,
             "decision_id": dec.id,
@@ -569,10 +710,6 @@ class HookService:
             "lifecycle": pane.lifecycle.value,
             "attention": pane.attention.value,
         }
-
-    def _channel(self, pane: Pane) -> str | None:
-        adapter = adapter_for(pane.agent.kind)
-        return adapter.answer_channel() if adapter is not None else None
 
     async def check_caller(self, caller: Caller) -> None:
         """The self-approval guard (issue #10 item 3).
@@ -588,13 +725,16 @@ class HookService:
             SignalttyError: ``FORBIDDEN`` with ``REFUSED_FROM_PANE`` (details: ``surface``,
                 ``why``, ``pane_id`` when traced to one, ``setting``).
         """
-        if caller.surface == "daemon" or self.d.config.permissions.answer_from_panes:
+        if caller.surface == "daemon" or self.config.permissions.answer_from_panes:
             return
         origin = await self.origin(caller)
         if not origin.inside:
             return
         log.warning(
-            "decision.answer_refused", surface=caller.surface, why=origin.why, caller_pane=origin.pane_id
+            "decision.answer_refused",
+            surface=caller.surface,
+            why=origin.why,
+            caller_pane=origin.pane_id,
         )
         details: dict[str, Any] = {
             "surface": caller.surface,
@@ -614,13 +754,15 @@ class HookService:
         if caller.pid is None:
             return ancestry.Origin(True, "unknown")
         sessions, pane_ids = self.pane_procs.snapshot()
+        earlier = await asyncio.to_thread(self.records.earlier)  # reads a file once
         return await asyncio.to_thread(
             ancestry.caller_origin,
             caller.pid,
             live_children=self._children(),
             sessions=sessions,
             pane_ids=pane_ids | set(self.store.panes),
-            connected_at=caller.connected_at,
+            ref=caller.ref,
+            before_restart=earlier,
             **self.origin_extra(),
         )
 
@@ -628,8 +770,8 @@ class HookService:
         """The daemon-wide facts ``caller_origin`` also needs (its pid, people's terminals)."""
         return {
             "daemon_pid": os.getpid(),
-            "person_pids": dict(getattr(self.d, "person_pids", {})),
-            "daemon_cgroup": getattr(self.d, "unit_cgroup", None),
+            "person_pids": dict(self.facts.person_pids),
+            "daemon_cgroup": self.facts.unit_cgroup,
         }
 
     def _decision_pane(self, p: P.DecisionAnswer) -> Pane:
@@ -649,7 +791,9 @@ class HookService:
             pane = self.store.panes.get(p.pane_id)
             dec = pane.pending_decision if pane is not None else None
             if pane is None or dec is None or dec.id != p.decision_id:
-                raise SignalttyError("NO_SUCH_DECISION", f"no such decision on {p.pane_id}: {p.decision_id}")
+                raise SignalttyError(
+                    "NO_SUCH_DECISION", f"no such decision on {p.pane_id}: {p.decision_id}"
+                )
             return pane
         if p.decision_id is not None:
             matches = [
@@ -679,7 +823,9 @@ class HookService:
         ids = [o["id"] for o in dec.options]
         if p.option_id is not None:
             if p.option_id not in ids:
-                raise SignalttyError("BAD_PARAMS", f"unknown option: {p.option_id}", {"field": "option_id"})
+                raise SignalttyError(
+                    "BAD_PARAMS", f"unknown option: {p.option_id}", {"field": "option_id"}
+                )
             return p.option_id
         if dec.native:
             return "once" if p.verdict == "allow" else "deny"
@@ -687,7 +833,16 @@ class HookService:
         for oid in ids:
             if oid.lower() in wanted:
                 return oid
-        raise SignalttyError("BAD_PARAMS", "decision has no allow/deny option", {"field": "verdict"})
+        raise SignalttyError(
+            "BAD_PARAMS", "decision has no allow/deny option", {"field": "verdict"}
+        )
+
+    def _prompt_now(self, pane: Pane, dec: Decision) -> str:
+        """A typed decision's question as the screen shows it now, else its stored prompt."""
+        rt = self.runtimes.get(pane.id)
+        if rt is None or not keyed.is_typed(dec):
+            return dec.prompt
+        return keyed.question(dec, rt.screen.screen_text()) or dec.prompt
 
     def permission_list(self, pane_id: str | None) -> dict[str, Any]:
         """Every pending decision, oldest first (protocol.md §6 ``permission.list``)."""
@@ -704,7 +859,7 @@ class HookService:
                 "agent": dec.agent or pane.agent.kind,
                 "agent_session_id": pane.agent.agent_session_id,
                 "tool_name": dec.tool_name,
-                "prompt": dec.prompt,
+                "prompt": self._prompt_now(pane, dec),
                 "options": [dict(o) for o in dec.options],
                 "answerable": dec.answerable,
                 "native": dec.native,
@@ -732,12 +887,6 @@ def _dropped(base: dict[str, Any], pane: Pane, reason: str | None) -> dict[str, 
     }
 
 
-def _tool_name(payload: Any) -> str | None:
-    """The payload's ``tool_name`` when it is a short string (compared, never shown)."""
-    name = payload.get("tool_name") if isinstance(payload, dict) else None
-    return name if isinstance(name, str) and len(name) <= 200 else None
-
-
 def _cancel_reason(reason: str) -> str:
     return {
         "superseded": "superseded",
@@ -759,12 +908,18 @@ def _foreign_harness(payload: Any, kind: str) -> bool:
 
 def _explicit_decision(spec: P.DecisionSpec, adapter: Adapter | None, now: float) -> Decision:
     if not spec.prompt.strip():
-        raise SignalttyError("BAD_PARAMS", "decision prompt must not be blank", {"field": "decision.prompt"})
+        raise SignalttyError(
+            "BAD_PARAMS", "decision prompt must not be blank", {"field": "decision.prompt"}
+        )
     ids = [o.id for o in spec.options]
     if len(set(ids)) != len(ids):
-        raise SignalttyError("BAD_PARAMS", "decision option ids must be unique", {"field": "decision.options"})
+        raise SignalttyError(
+            "BAD_PARAMS", "decision option ids must be unique", {"field": "decision.options"}
+        )
     if any(not o.id.strip() or not o.label.strip() for o in spec.options):
-        raise SignalttyError("BAD_PARAMS", "decision options need an id and a label", {"field": "decision.options"})
+        raise SignalttyError(
+            "BAD_PARAMS", "decision options need an id and a label", {"field": "decision.options"}
+        )
     return Decision(
         id=spec.id,
         prompt=spec.prompt,

@@ -18,7 +18,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
@@ -32,12 +32,13 @@ from signaltty.proto import envelope
 from signaltty.proto.constants import is_reserved, is_single_flight
 from signaltty.proto.envelope import SignalttyError
 from signaltty.proto.framing import TOO_LONG, LineBuffer
-from signaltty.server.bus import glob_match
+from signaltty.server.bus import Bus, glob_match
+from signaltty.server.config import Config
+from signaltty.server.hooks import Caller, HookService
+from signaltty.server.ports import Control, Dispatcher, Runtimes
 from signaltty.system.peercred import peer_uid
 from signaltty.system.peerpid import peer_pid
-
-if TYPE_CHECKING:
-    from signaltty.server.daemon import Daemon
+from signaltty.system.procref import ProcessRef
 
 log = structlog.get_logger("signaltty.listener")
 # Transport buffer below which a message is written at once instead of queued.
@@ -55,12 +56,10 @@ class Connection:
 
     def __init__(
         self,
-        daemon: Daemon,
+        listener: Listener,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        listener: Listener | None = None,
     ) -> None:
-        self.d = daemon
         self._listener = listener
         self.id = next(_conn_ids)
         self.log = log.bind(conn_id=self.id)
@@ -85,6 +84,13 @@ class Connection:
         sock = writer.get_extra_info("socket")
         self.peer_pid: int | None = peer_pid(sock) if sock is not None else None
         self.opened_at = time.time()
+        # which process that pid is (a pidfd, else its start time now): a pid reused after
+        # the peer exited is refused (attack pass 3, A2); closed in _cleanup
+        self.peer_ref: ProcessRef | None = (
+            ProcessRef.of_socket(sock, self.peer_pid)
+            if sock is not None and self.peer_pid is not None
+            else None
+        )
 
     # ---------------------------------------------------------------- outbound
 
@@ -101,7 +107,8 @@ class Connection:
             self._lost()
             return False
         if is_event and (
-            self._queued_events >= CONN_QUEUE_EVENTS or self._queued_bytes + len(data) > CONN_QUEUE_BYTES
+            self._queued_events >= CONN_QUEUE_EVENTS
+            or self._queued_bytes + len(data) > CONN_QUEUE_BYTES
         ):
             if self._filters is not None or self.attached:
                 self.drop("queue_full")
@@ -116,8 +123,7 @@ class Connection:
         self._account(len(data), 1 if is_event else 0)
         self._drained.clear()
         self._wake.set()
-        if self._listener is not None:
-            self._listener.shed()  # may close this very connection
+        self._listener.shed()  # may close this very connection
         return not self._closing
 
     def _write(self, data: bytes) -> bool:
@@ -132,8 +138,7 @@ class Connection:
     def _account(self, nbytes: int, nevents: int) -> None:
         self._queued_bytes += nbytes
         self._queued_events += nevents
-        if self._listener is not None:
-            self._listener.queued_total += nbytes
+        self._listener.queued_total += nbytes
 
     def _clear_queue(self) -> None:
         self._account(-self._queued_bytes, -self._queued_events)
@@ -157,8 +162,7 @@ class Connection:
             subscribed=self._filters is not None,
             attached=len(self.attached),
         )
-        if self._listener is not None:
-            self._listener.closed_slow += 1
+        self._listener.closed_slow += 1
         self.abort()
 
     def send(self, obj: dict[str, Any]) -> None:
@@ -170,7 +174,7 @@ class Connection:
         first = self._filters is None
         self._filters = patterns
         if first:
-            self.d.bus.add_sink(self)
+            self._listener.bus.add_sink(self)
 
     def wants(self, name: str) -> bool:
         """Whether this connection's subscription receives state event ``name``."""
@@ -240,9 +244,11 @@ class Connection:
         self._writer.close()
 
     def _cleanup(self) -> None:
-        self.d.bus.remove_sink(self)
+        if self.peer_ref is not None:
+            self.peer_ref.close()
+        self._listener.bus.remove_sink(self)
         for pane_id in list(self.attached):
-            rt = self.d.runtimes.get(pane_id)
+            rt = self._listener.runtimes.get(pane_id)
             if rt is not None:
                 rt.viewers.discard(self)
         self.attached.clear()
@@ -301,12 +307,13 @@ class Connection:
         subscribed or attached (it waits for us, not we for it)."""
         if self._filters is not None or self.attached:
             return None
-        return self._last_request + self.d.config.server.idle_timeout_s
+        return self._last_request + self._listener.config.server.idle_timeout_s
 
     def _close_idle(self) -> None:
-        self.log.info("conn.idle_closed", idle_timeout_s=self.d.config.server.idle_timeout_s)
-        if self._listener is not None:
-            self._listener.closed_idle += 1
+        self.log.info(
+            "conn.idle_closed", idle_timeout_s=self._listener.config.server.idle_timeout_s
+        )
+        self._listener.closed_idle += 1
 
     async def _wait_drained(self) -> bool:
         """Wait while the queue is over its cap; False (connection dropped) when it does
@@ -314,21 +321,25 @@ class Connection:
         while self._queued_bytes > CONN_QUEUE_BYTES and not self._closing:
             self._drained.clear()
             try:
-                async with asyncio.timeout(self.d.config.server.idle_timeout_s):
+                async with asyncio.timeout(self._listener.config.server.idle_timeout_s):
                     await self._drained.wait()
             except TimeoutError:
                 self.drop("stalled")
                 return False
         return not self._closing
 
-    async def _handle_line(self, line: bytes, pending: deque[bytes | object], lines: LineBuffer) -> bool:
+    async def _handle_line(
+        self, line: bytes, pending: deque[bytes | object], lines: LineBuffer
+    ) -> bool:
         try:
             req_id, method, params = envelope.decode_request(line)
         except SignalttyError as err:
             self.send(envelope.fail(envelope.request_id_of(err), err))
             return True
         if is_reserved(method):
-            self.send(envelope.fail(req_id, SignalttyError("UNKNOWN_METHOD", f"unknown method: {method}")))
+            self.send(
+                envelope.fail(req_id, SignalttyError("UNKNOWN_METHOD", f"unknown method: {method}"))
+            )
             return True
         if is_single_flight(method, params):
             return await self._single_flight(req_id, method, params, pending, lines)
@@ -336,7 +347,7 @@ class Connection:
         return not self.close_after_response
 
     async def _dispatch(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        return await self.d.router.call(self, method, params)
+        return await self._listener.dispatcher.call(self, method, params)
 
     async def _respond(self, req_id: str, coro: Any) -> None:
         try:
@@ -372,7 +383,7 @@ class Connection:
     ) -> bool:
         """Run a single-flight call; any further input, EOF or shutdown cancels it silently."""
         call = asyncio.create_task(self._respond(req_id, self._dispatch(method, params)))
-        self.d.single_flight.add(call)
+        self._listener.single_flight.add(call)
         try:
             if pending:
                 call.cancel()
@@ -404,7 +415,7 @@ class Connection:
             call.cancel()
             raise
         finally:
-            self.d.single_flight.discard(call)
+            self._listener.single_flight.discard(call)
             if call.cancelled():
                 self._clear_queue()
 
@@ -422,15 +433,34 @@ class Listener:
     (issue 10 §10): stalled readers cannot hold more than that between them.
     """
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.d = daemon
+    def __init__(
+        self,
+        *,
+        config: Config,
+        bus: Bus,
+        runtimes: Runtimes,
+        dispatcher: Dispatcher,
+        hooks: HookService,
+        control: Control,
+        single_flight: set[asyncio.Task[Any]],
+    ) -> None:
+        """``dispatcher`` runs each request (``Router``); ``hooks`` traces a peer near the
+        connection limit (``HookService.origin``); ``single_flight`` collects the calls
+        under the single-flight rule, which the daemon cancels at shutdown."""
+        self.config = config
+        self.bus = bus
+        self.runtimes = runtimes
+        self.dispatcher = dispatcher
+        self.hooks = hooks
+        self.control = control
+        self.single_flight = single_flight
         self.connections: set[Connection] = set()
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._uid = os.getuid()
         self.refused_uid = 0
         self.queued_total = 0  # bytes in every connection's queue (Connection._account)
-        self.queued_cap = daemon.config.server.outbound_total_mib << 20
+        self.queued_cap = config.server.outbound_total_mib << 20
         self.closed_slow = 0
         self.closed_idle = 0
         self.refused_full = 0
@@ -451,10 +481,25 @@ class Listener:
         """Bind, chmod 0600 and listen (the socket file is the singleton lock)."""
         old_umask = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(self._on_client, path=path, backlog=MAX_CONNECTIONS * 2)
+            self._server = await asyncio.start_unix_server(
+                self._on_client, path=path, backlog=MAX_CONNECTIONS * 2
+            )
         finally:
             os.umask(old_umask)
         os.chmod(path, 0o600)
+
+    async def rebind(self, path: str) -> None:
+        """Listen on ``path`` again after it was taken from us (server/socketwatch.py): the
+        caller has removed what was there. Open connections stay; the old listening socket
+        (perhaps renamed elsewhere) is closed.
+
+        Raises:
+            OSError: the bind failed (the path was taken again in between).
+        """
+        old = self._server
+        await self.start(path)
+        if old is not None:
+            old.close()
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -480,11 +525,15 @@ class Listener:
         # Counted with the accepts still deciding (awaiting the origin walk below), so the
         # slots go in accept order: a later client never takes the place of an earlier one.
         taken = len(self.connections) + self._deciding
-        if taken >= MAX_CONNECTIONS or self.d.shutting_down:
-            idle_s = self.d.config.server.idle_timeout_s
-            why = "the daemon is shutting down" if self.d.shutting_down else (
-                f"{taken} open; connections idle for {idle_s:g} s are closed "
-                "(subscribers, viewers and calls in flight are not), try again"
+        if taken >= MAX_CONNECTIONS or self.control.shutting_down:
+            idle_s = self.config.server.idle_timeout_s
+            why = (
+                "the daemon is shutting down"
+                if self.control.shutting_down
+                else (
+                    f"{taken} open; connections idle for {idle_s:g} s are closed "
+                    "(subscribers, viewers and calls in flight are not), try again"
+                )
             )
         elif taken >= reserved:
             # asked only near the limit. The last OUTSIDE_RESERVE slots are kept for processes
@@ -504,9 +553,13 @@ class Listener:
         if why is not None:
             self.refused_full += 1
             now = time.monotonic()
-            if now - self._refused_logged_at >= 10:  # a client retrying in a loop: one line per 10 s
+            if (
+                now - self._refused_logged_at >= 10
+            ):  # a client retrying in a loop: one line per 10 s
                 self._refused_logged_at = now
-                log.warning("conn.refused_full", open=len(self.connections), refused_total=self.refused_full)
+                log.warning(
+                    "conn.refused_full", open=len(self.connections), refused_total=self.refused_full
+                )
             err = SignalttyError("RATE_LIMITED", f"too many connections ({why})")
             with contextlib.suppress(ConnectionError, OSError, RuntimeError):
                 writer.write(envelope.encode(envelope.fail("?", err)))
@@ -515,7 +568,7 @@ class Listener:
             with contextlib.suppress(RuntimeError):
                 writer.close()
             return
-        conn = Connection(self.d, reader, writer, self)
+        conn = Connection(self, reader, writer)
         self.connections.add(conn)
         task = asyncio.current_task()
         if task is not None:
@@ -543,10 +596,8 @@ class Listener:
         cached = self._origins.get(pid)
         if cached is not None and cached[1] > now:
             return cached[0]
-        from signaltty.server.hooks import Caller
-
         try:
-            inside = (await self.d.hooks.origin(Caller("socket", pid, time.time()))).inside
+            inside = (await self.hooks.origin(Caller("socket", pid))).inside
         except Exception:  # noqa: BLE001 - untraceable counts as a pane's (the safe side)
             log.exception("conn.origin_failed")
             inside = True

@@ -7,25 +7,23 @@ viewers and the screen's pending buffer, and the items are applied through ``cor
 The screen is fed by a separate drain task in ≤ 16 KiB slices with a yield between slices; when
 too much is pending the reader pauses, so a flooding pane cannot starve the loop (the program
 is slowed down by the PTY, like a slow terminal would).
+Answering terminal queries is ``server/term_replies.py`` (a mixin of ``PaneRuntime``);
+``pane.wait_for_output`` matching is ``server/output_match.py``.
 Spec: README "Data flow", agents.md §7.1/§7.5/§7.6, protocol.md §5 pane methods.
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
+import contextlib
 import errno
 import os
-import re
 import signal
 import socket
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
-import regex
 import structlog
 
 from signaltty.core import rules
@@ -33,18 +31,16 @@ from signaltty.core.ids import new_id
 from signaltty.core.limits import (
     PTY_READ_BYTES,
     RAW_RING_BYTES,
+    SCREEN_PIECE_BYTES,
     SCREEN_SLICE_BYTES,
-    WAIT_REGEX_BUDGET_DEFAULT_S,
-    WAIT_REGEX_SEARCH_S,
-    WAIT_REGEX_SHARE,
+    SCREEN_SLICE_S,
 )
 from signaltty.core.model import Pane, iso
 from signaltty.core.rules import NotificationInput
-from signaltty.core.sanitize import strip_ansi
-from signaltty.core.screen_rules import PatternError, compile_pattern
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server.coalesce import Coalescer
 from signaltty.server.status_layer import ProgramStatusLayer
+from signaltty.server.term_replies import ReplyJob, TerminalReplies
 from signaltty.term import osc
 from signaltty.term import pty as ptymod
 from signaltty.term.screen import PyteScreen, VirtualScreen
@@ -61,17 +57,6 @@ _PENDING_LOW = 16 * 1024
 _DRAIN_NOW = 16 * 1024
 # After the child exits, read what it left in the PTY, at most this much at once.
 _EXIT_DRAIN_BYTES = 256 * 1024
-_MAX_REPLIES_PER_CHUNK = 16
-# A terminal reply queued behind an input write gives up after this long.
-_REPLY_BUDGET_S = 30.0
-# One drain step: at most SCREEN_SLICE_BYTES, in pieces, for at most this long (README quality
-# bar: the loop is never blocked for more than 50 ms).
-_SLICE_S = 0.010
-_PIECE_BYTES = 2048
-# A cursor report (CSI 6 n) is computed on the spot only when at most this much screen output
-# is pending before the query (~60 ms of scroll-heavy parsing at worst); a larger backlog is
-# applied by a task in time slices while the PTY is not read (agents.md §7.5).
-_CURSOR_SYNC_BYTES = 4 * 1024
 # OSC 7 cwd reports name this host (agents.md §7.2).
 _HOSTNAME = socket.gethostname()
 
@@ -84,33 +69,7 @@ class Viewer(Protocol):
     def detached(self, pane_id: str) -> None: ...
 
 
-class _ReplyJob:
-    """The queries of one PTY chunk being answered, in byte order (agents.md §7.4, §7.5).
-
-    ``base`` is the absolute output offset of ``chunk[0]``; ``prefed`` counts the bytes of
-    ``chunk`` already queued on the screen; ``index`` is the next query to answer. Once
-    ``deferred``, the bytes after ``prefed`` are held back and the PTY is not read until every
-    reply of the chunk is written.
-    """
-
-    __slots__ = ("base", "chunk", "da1", "deferred", "has_viewer", "index", "prefed", "proc", "queries", "replies")
-
-    def __init__(
-        self, queries: list[osc.Query], chunk: bytes, base: int, has_viewer: bool, proc: ptymod.PtyProcess | None
-    ) -> None:
-        self.queries = queries
-        self.chunk = chunk
-        self.base = base
-        self.has_viewer = has_viewer
-        self.proc = proc
-        self.index = 0
-        self.prefed = 0
-        self.replies: list[bytes] = []
-        self.da1 = 0
-        self.deferred = False
-
-
-class PaneRuntime:
+class PaneRuntime(TerminalReplies):
     """The live side of one pane: PTY, pump, screen, viewers, input queue."""
 
     def __init__(self, store: Store, pane: Pane, screen: VirtualScreen | None = None) -> None:
@@ -134,7 +93,7 @@ class PaneRuntime:
         self._drain_task: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._settled.set()
-        self._reply_job: _ReplyJob | None = None
+        self._reply_job: ReplyJob | None = None
         self._reply_task: asyncio.Task[None] | None = None
         self._input_lock = asyncio.Lock()
         self._writable: asyncio.Future[None] | None = None
@@ -190,10 +149,8 @@ class PaneRuntime:
 
     def _stop_reading(self) -> None:
         if self.proc is not None and self._reading:
-            try:
+            with contextlib.suppress(ValueError, OSError):
                 self._loop.remove_reader(self.proc.master_fd)
-            except (ValueError, OSError):
-                pass
             self._reading = False
 
     def _on_readable(self) -> None:
@@ -259,138 +216,6 @@ class PaneRuntime:
         if len(self.raw) > RAW_RING_BYTES:
             del self.raw[: len(self.raw) - RAW_RING_BYTES]
 
-    def _answer_queries(self, items: list[Any], chunk: bytes) -> int:
-        """Terminal replies, written before the chunk's later bytes reach the screen
-        (agents.md §7.4, §7.5).
-
-        A cursor report needs the screen as it is right after the query. With at most
-        ``_CURSOR_SYNC_BYTES`` pending before it the screen is brought there at once; with
-        more, the PTY stops being read, the rest of the chunk is held back and a task applies
-        the backlog in time slices, writes the chunk's replies (in order, DA1 last), queues
-        the held bytes and resumes reading, so a flood followed by ``CSI 6 n`` never blocks
-        the loop for a whole backlog parse.
-
-        Returns:
-            How many bytes of ``chunk`` the caller must not queue on the screen: those already
-            queued up to a cursor query, or all of them while the replies are deferred.
-        """
-        queries = [item for item in items if isinstance(item, osc.Query)]
-        if not queries:
-            return 0
-        job = _ReplyJob(queries, chunk, self.output_offset, bool(self.viewers), self.proc)
-        self._reply_job = job
-        try:
-            done = self._advance_replies(job, None, _CURSOR_SYNC_BYTES)
-        except BaseException:
-            self._reply_job = None  # a left-over job would keep the PTY from being read
-            raise
-        if done:
-            return job.prefed
-        job.deferred = True
-        self._stop_reading()
-        self._reply_task = self._loop.create_task(self._finish_replies(job), name=f"replies-{self.pane.id}")
-        return len(chunk)
-
-    def _advance_replies(self, job: _ReplyJob, budget_s: float | None, sync_limit: int | None) -> bool:
-        """Answer ``job``'s queries in order; True once its replies are written.
-
-        Args:
-            budget_s: time for applying a backlog before a cursor query (None: no bound).
-            sync_limit: a cursor query with more pending bytes before it returns False at once.
-
-        Returns:
-            False when a cursor query still waits for pending bytes (call again later).
-        """
-        screen = self.screen
-        deadline = None if budget_s is None else time.perf_counter() + budget_s
-        while job.index < len(job.queries) and len(job.replies) + job.da1 < _MAX_REPLIES_PER_CHUNK:
-            item = job.queries[job.index]
-            if item.kind == osc.QUERY_PROGRAM_STATUS:
-                job.replies.append(b"\x1b]7501;?\x1b\\")
-            elif job.has_viewer:
-                pass
-            elif item.kind == osc.QUERY_DA1:
-                job.da1 += 1  # after every OSC reply of the chunk: DA1 is the programs' sentinel
-            elif item.kind == osc.QUERY_DSR_STATUS:
-                job.replies.append(b"\x1b[0n")
-            elif item.kind == osc.QUERY_DSR_CURSOR:
-                # Nothing after the query is queued yet, so applying all pending bytes puts
-                # the screen exactly right after it.
-                upto = min(len(job.chunk), max(job.prefed, item.offset - job.base))
-                screen.feed(job.chunk[job.prefed : upto])
-                job.prefed = upto
-                if sync_limit is not None and screen.pending > sync_limit:
-                    return False
-                while screen.pending:
-                    if deadline is not None and time.perf_counter() >= deadline:
-                        return False
-                    screen.drain(_PIECE_BYTES)
-                row, col = screen.cursor
-                job.replies.append(f"\x1b[{row + 1};{col + 1}R".encode())
-            elif item.kind in ("osc10", "osc11"):
-                num = item.kind[3:]
-                colour = "ffff/ffff/ffff" if num == "10" else "0000/0000/0000"
-                term = b"\x07" if item.raw.endswith(b"\x07") else b"\x1b\\"
-                job.replies.append(f"\x1b]{num};rgb:{colour}".encode() + term)
-            job.index += 1
-        if self._reply_job is job:
-            self._reply_job = None
-        replies = job.replies + [b"\x1b[?62;22c"] * job.da1
-        if replies and self.live and self.proc is job.proc:
-            self._write_now(b"".join(replies))
-        if job.deferred:
-            self._release_held(job)
-        return True
-
-    async def _finish_replies(self, job: _ReplyJob) -> None:
-        """The deferred part of ``_answer_queries``: time slices with a yield between them."""
-        try:
-            while self._reply_job is job:
-                drain = self._drain_task
-                if drain is not None and not drain.done():
-                    # The drain task is applying this backlog in its own slices (nothing is
-                    # fed meanwhile, so it stops right at the query); slicing here as well
-                    # would double the time the loop is held per iteration.
-                    await asyncio.shield(drain)
-                    continue
-                if self._advance_replies(job, _SLICE_S, None):
-                    break
-                await asyncio.sleep(0)
-        except Exception:  # noqa: BLE001 - one pane's fault must not reach the loop
-            log.exception("pump.reply_failed", pane_id=self.pane.id)
-            if self._reply_job is job:
-                self._reply_job = None
-                self._release_held(job)
-
-    def _release_held(self, job: _ReplyJob) -> None:
-        """Queue the bytes held back after a deferred cursor query and read the PTY again."""
-        self.screen.feed(job.chunk[job.prefed :])
-        job.prefed = len(job.chunk)
-        self._schedule_drain()
-        if not self._paused:
-            self._start_reading()
-        self.store.bus.poke(self.pane.id)
-
-    async def _reply_after_input(self, data: bytes) -> None:
-        try:
-            await self.write_input(data, _REPLY_BUDGET_S)
-        except SignalttyError:
-            log.debug("pump.reply_dropped", pane_id=self.pane.id)
-
-    def _write_now(self, data: bytes) -> None:
-        assert self.proc is not None
-        if self._input_lock.locked():
-            # An input write (a paste) is under way: a reply in its middle would reach the
-            # program inside the pasted text. It goes right after, in order.
-            task = self._loop.create_task(self._reply_after_input(data))
-            self._reply_tasks.add(task)
-            task.add_done_callback(self._reply_tasks.discard)
-            return
-        try:
-            os.write(self.proc.master_fd, data)
-        except OSError:
-            log.debug("pump.reply_failed", pane_id=self.pane.id)
-
     def _apply_items(self, items: list[Any]) -> None:
         store = self.store
         pane = self.pane
@@ -415,7 +240,9 @@ class PaneRuntime:
                 case osc.Cwd(path=path):
                     effects = rules.on_cwd(pane, path, is_dir=os.path.isdir(path))
                 case osc.Progress(state=state, percent=percent, raw=raw):
-                    self._queue_progress({"state": state, "percent": percent, "raw": raw, "at": now})
+                    self._queue_progress(
+                        {"state": state, "percent": percent, "raw": raw, "at": now}
+                    )
                     continue
                 case osc.ProgramStatus(payload=payload, size=size):
                     self.status.on_report(payload, size)
@@ -462,10 +289,10 @@ class PaneRuntime:
             while self.screen.pending:
                 # Feed small pieces until the time slice is used up, then yield: escape-dense
                 # or scroll-heavy input costs far more per byte than plain text.
-                deadline = time.perf_counter() + _SLICE_S
+                deadline = time.perf_counter() + SCREEN_SLICE_S
                 fed = 0
                 while self.screen.pending and fed < SCREEN_SLICE_BYTES:
-                    fed += self.screen.drain(_PIECE_BYTES)
+                    fed += self.screen.drain(SCREEN_PIECE_BYTES)
                     if time.perf_counter() >= deadline:
                         break
                 if self._paused and self.screen.pending < _PENDING_LOW:
@@ -494,7 +321,7 @@ class PaneRuntime:
             await asyncio.shield(task)
         budget = self.screen.pending
         while budget > 0 and self.screen.pending:
-            budget -= max(1, self.screen.drain(min(budget, _PIECE_BYTES * 4)))
+            budget -= max(1, self.screen.drain(min(budget, SCREEN_PIECE_BYTES * 4)))
             await asyncio.sleep(0)
 
     def settle_now(self) -> None:
@@ -562,7 +389,9 @@ class PaneRuntime:
                     pass
                 except OSError as exc:
                     raise SignalttyError(
-                        "PANE_EXITED", f"pane is not writable: {exc.strerror}", {"written_bytes": written}
+                        "PANE_EXITED",
+                        f"pane is not writable: {exc.strerror}",
+                        {"written_bytes": written},
                     ) from exc
                 remaining = deadline - self._loop.time()
                 if remaining <= 0:
@@ -576,7 +405,7 @@ class PaneRuntime:
         finally:
             self._input_lock.release()
 
-    async def _wait_writable(self, timeout: float) -> None:
+    async def _wait_writable(self, within_s: float) -> None:
         assert self.proc is not None
         fut: asyncio.Future[None] = self._loop.create_future()
         fd = self.proc.master_fd
@@ -588,7 +417,7 @@ class PaneRuntime:
         self._loop.add_writer(fd, ready)
         self._writable = fut
         try:
-            await asyncio.wait_for(asyncio.shield(fut), min(timeout, 0.5))
+            await asyncio.wait_for(asyncio.shield(fut), min(within_s, 0.5))
         except TimeoutError:
             pass
         finally:
@@ -597,10 +426,8 @@ class PaneRuntime:
 
     def _remove_writer(self, fd: int) -> None:
         if fd >= 0:
-            try:
+            with contextlib.suppress(ValueError, OSError):
                 self._loop.remove_writer(fd)
-            except (ValueError, OSError):
-                pass
 
     # ---------------------------------------------------------------- resize / signals
 
@@ -636,7 +463,11 @@ class PaneRuntime:
         store = self.store
         # an attached viewer sees the exit: it is not news for later (issue 13 item 9)
         effects = rules.on_exit(
-            self.pane, code, now=store.now(), shutting_down=store.shutting_down, watched=self.watched
+            self.pane,
+            code,
+            now=store.now(),
+            shutting_down=store.shutting_down,
+            watched=self.watched,
         )
         store.apply(effects)
         self._progress_events.cancel()
@@ -650,14 +481,14 @@ class PaneRuntime:
             hook(self)
         store.bus.poke(self.pane.id)
 
-    async def wait_exit(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` s for the child to be reaped; True if it was."""
+    async def wait_exit(self, within_s: float) -> bool:
+        """Wait up to ``within_s`` seconds for the child to be reaped; True if it was."""
         if self.watcher is None or self.proc is None or self._child_gone():
             return True
         fut: asyncio.Future[None] = self._loop.create_future()
         self._exit_waiters.append(fut)
         try:
-            await asyncio.wait_for(fut, timeout)
+            await asyncio.wait_for(fut, within_s)
             return True
         except TimeoutError:
             return False
@@ -683,10 +514,8 @@ class PaneRuntime:
         self._remove_writer(self.proc.master_fd)
         if self._writable is not None and not self._writable.done():
             self._writable.set_result(None)
-        try:
+        with contextlib.suppress(OSError):
             os.close(self.proc.master_fd)
-        except OSError:
-            pass
         self.proc.master_fd = -1
 
     def terminate(self, sig: int = signal.SIGTERM) -> None:
@@ -702,10 +531,8 @@ class PaneRuntime:
             os.killpg(self.proc.pid, sig)
         except OSError:
             if not self._child_gone():
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(self.proc.pid, sig)
-                except OSError:
-                    pass
 
     def close(self) -> None:
         """Release the master and stop watching (idempotent); the child is reaped if it exits."""
@@ -715,148 +542,3 @@ class PaneRuntime:
         self._output_listeners.clear()
         self._progress_events.cancel()
         self._close_master()
-
-
-# User patterns (issue 10 §10). A search runs in a worker thread (the ``regex`` library
-# releases the GIL while matching a ``str``), so a catastrophic pattern such as ``(x+x+)+y``
-# never holds the event loop; stdlib ``re`` could be neither interrupted nor run beside the
-# loop. Each line's search has its own time limit and the whole call a matching budget.
-_regex_pool: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _regex_pool
-    if _regex_pool is None:
-        # Two workers: slow patterns of several clients queue here, never on the loop.
-        _regex_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="signaltty-regex")
-    return _regex_pool
-
-
-class Matcher:
-    """Substring or regular-expression matcher of one ``pane.wait_for_output`` call.
-
-    A regex may spend at most ``WAIT_REGEX_SEARCH_S`` on one line and, over the call,
-    ``budget_s`` plus ``WAIT_REGEX_SHARE`` of the call's elapsed time. A scan starts at once
-    while an eighth of the budget is left, else once that much is back (at most 5 s later
-    with the defaults), so a fair pattern on a busy pane is slowed to that share and never
-    cut off, while a catastrophic one uses the budget up within its first scans. Over either limit the call fails with
-    ``BAD_PARAMS`` naming ``match``.
-
-    Args:
-        timeout_s: the call's own timeout; a scan that would have to wait past it does not
-            run (the caller then times out as usual).
-    """
-
-    def __init__(
-        self,
-        match: str,
-        pattern: regex.Pattern[str] | None,
-        budget_s: float = WAIT_REGEX_BUDGET_DEFAULT_S,
-        timeout_s: float = float("inf"),
-    ) -> None:
-        self._match = match
-        self._pattern = pattern
-        self._budget_s = budget_s
-        self._started = time.perf_counter()
-        self._deadline = self._started + timeout_s
-        # Seconds of matching so far: written by the worker, read on the loop only once its
-        # scan is over (one scan at a time per call).
-        self._spent = 0.0
-        self._cancelled = threading.Event()
-
-    def _allowance(self, now: float) -> float:
-        return self._budget_s + WAIT_REGEX_SHARE * (now - self._started) - self._spent
-
-    async def first_match(self, lines: list[str]) -> str | None:
-        """The first line that matches, or ``None``.
-
-        Raises:
-            SignalttyError: ``BAD_PARAMS`` (``details.field`` ``match``) when the regex
-                exceeds its per-line limit or the call's matching budget.
-        """
-        if self._pattern is None:
-            return next((ln for ln in lines if self._match in ln), None)
-        now = time.perf_counter()
-        delay = (self._budget_s / 8 - self._allowance(now)) / WAIT_REGEX_SHARE
-        if delay > 0:
-            if now + delay >= self._deadline:
-                await asyncio.sleep(max(0.0, self._deadline - now))
-                return None
-            await asyncio.sleep(delay)
-        job = _pool().submit(self._scan, lines)
-        try:
-            line, verdict = await asyncio.wrap_future(job)
-        except asyncio.CancelledError:
-            self._cancelled.set()  # a running scan stops before its next line
-            raise
-        if verdict is not None:
-            raise SignalttyError(
-                "BAD_PARAMS",
-                f"regex too slow on this output ({verdict}; catastrophic backtracking?)",
-                {"field": "match", "budget_s": self._budget_s},
-            )
-        return line
-
-    async def last_match(self, lines: list[str]) -> str | None:
-        """The last line that matches, or ``None`` (same errors as ``first_match``)."""
-        return await self.first_match(lines[::-1])
-
-    def _scan(self, lines: list[str]) -> tuple[str | None, str | None]:
-        """Worker thread: ``(matching line or None, why it gave up or None)``."""
-        assert self._pattern is not None
-        search = self._pattern.search
-        t0 = time.perf_counter()
-        too_slow = f"used its {self._budget_s:g} s matching budget"
-        try:
-            for line in lines:
-                if self._cancelled.is_set():
-                    return None, None
-                now = time.perf_counter()
-                left = self._allowance(now) - (now - t0)
-                if left <= 0:
-                    return None, too_slow
-                try:
-                    if search(line, timeout=min(WAIT_REGEX_SEARCH_S, left)) is not None:
-                        return line, None
-                except TimeoutError:
-                    if left > WAIT_REGEX_SEARCH_S:
-                        return None, f"over {WAIT_REGEX_SEARCH_S * 1000:g} ms on one line"
-                    return None, too_slow
-            return None, None
-        finally:
-            self._spent += time.perf_counter() - t0
-
-
-def compile_matcher(
-    match: str, is_regex: bool, budget_s: float = WAIT_REGEX_BUDGET_DEFAULT_S, timeout_s: float = float("inf")
-) -> Matcher:
-    """Build the matcher of ``pane.wait_for_output`` (Python ``re`` syntax, with the size
-    limits of screen-rule patterns: compiling expands counted repeats, so ``a{4294967294}``
-    would otherwise take GBs; see ``core.screen_rules.compile_pattern``).
-
-    Raises:
-        SignalttyError: ``BAD_PARAMS`` (``details.field`` ``match``) for an invalid or
-            oversized regex.
-    """
-    if not is_regex:
-        return Matcher(match, None, budget_s, timeout_s)
-    try:
-        pattern = compile_pattern(match)
-    except PatternError as exc:
-        raise SignalttyError("BAD_PARAMS", f"invalid regex: {exc}", {"field": "match"}) from None
-    return Matcher(match, pattern, budget_s, timeout_s)
-
-
-class LineCollector:
-    """Splits raw output arriving after a call into ANSI-stripped lines (``new_only`` waits)."""
-
-    def __init__(self) -> None:
-        self._partial = b""
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-
-    def feed(self, data: bytes) -> list[str]:
-        """Return the lines completed by ``data`` plus the current partial line (last)."""
-        buf = self._partial + data
-        parts = re.split(rb"[\r\n]", buf)
-        self._partial = parts[-1][-65536:]
-        return [strip_ansi(p.decode("utf-8", "replace")) for p in parts]

@@ -8,6 +8,8 @@ Spec: desktop-and-service.md §8.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import re
@@ -19,7 +21,8 @@ from typing import Any
 import structlog
 
 from signaltty import __version__
-from signaltty.agents.resume import clean_restored
+from signaltty.agents.catalog import Catalog, load_catalog
+from signaltty.agents.resume import clean_launch, clean_restored
 from signaltty.core.ids import slugify, unique_handle
 from signaltty.core.limits import (
     COLS_MAX,
@@ -36,6 +39,7 @@ from signaltty.core.limits import (
 )
 from signaltty.core.model import Notification, Pane, Workspace, iso
 from signaltty.core.sanitize import sanitize_text
+from signaltty.server.autoconfig import config_vars
 
 log = structlog.get_logger("signaltty.persistence")
 
@@ -58,10 +62,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.fsync(fd)
     except BaseException:
         os.close(fd)
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     os.close(fd)
     os.replace(tmp, path)
@@ -144,7 +146,21 @@ def _preview(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def parse_snapshot(raw: bytes) -> Restored:
+@functools.cache
+def _bundled_catalog() -> Catalog:
+    return load_catalog(None)
+
+
+def _clean_launch(pane: Pane, catalog: Catalog) -> list[str]:
+    """:func:`clean_launch` with the pane's catalog entry and provider variables."""
+    info = pane.agent
+    entry = catalog.entry(info.catalog_id) if info.catalog_id else None
+    bypass = tuple(entry.launch.bypass_args) if entry is not None else ()
+    program = pane.argv[0] if pane.argv else None
+    return clean_launch(pane, bypass, config_vars(program, info.kind))
+
+
+def parse_snapshot(raw: bytes, catalog: Catalog | None = None) -> Restored:
     """Read the records of a ``snapshot.json`` (pure: no I/O; tails are not read).
 
     The document must be a JSON object whose ``version`` is the integer 1. Within it,
@@ -155,6 +171,8 @@ def parse_snapshot(raw: bytes) -> Restored:
 
     Args:
         raw: the file's bytes (UTF-8, or any encoding ``json.loads`` detects).
+        catalog: the active agents catalog: a pane's ``launch_prefix`` must be its entry's
+            bypass args (``None``: the bundled manifests only). See :func:`clean_launch`.
 
     Returns:
         The records that could be read, cleaned and repaired (§8.3), and the errors.
@@ -215,6 +233,9 @@ def parse_snapshot(raw: bytes) -> Restored:
             continue
         # session ids, resume argv and cwds reach a child's argv/cwd (issue 10 item 4)
         out.errors.extend(f"pane {pane.id}: {problem}" for problem in clean_restored(pane))
+        # launch flags and environment reach the resumed agent (issue 10, attack 3, A4)
+        problems = _clean_launch(pane, catalog if catalog is not None else _bundled_catalog())
+        out.errors.extend(f"pane {pane.id}: {problem}" for problem in problems)
         if pane.id in seen:
             out.errors.append(f"duplicate pane {pane.id} skipped")
             continue
@@ -253,7 +274,7 @@ def _move_aside(state_dir: Path, path: Path, tag: str, reason: str, out: Restore
     out.errors.append(f"{reason}; moved to {aside.name}")
 
 
-def load_snapshot(state_dir: Path) -> Restored:
+def load_snapshot(state_dir: Path, catalog: Catalog | None = None) -> Restored:
     """Read ``snapshot.json`` and the pane tails (desktop-and-service.md §8.3).
 
     Missing → empty. A file that :func:`parse_snapshot` refuses as a whole (or that cannot
@@ -261,7 +282,8 @@ def load_snapshot(state_dir: Path) -> Restored:
     integer version: ``snapshot.unsupported-v<N>-<ts>``) and the daemon starts empty. When
     only some records were skipped, the readable ones are restored and the file's original
     bytes are kept as ``snapshot.corrupt-<ts>``, since the next save rewrites
-    ``snapshot.json`` without them. Every problem is one line in ``errors``.
+    ``snapshot.json`` without them. Every problem is one line in ``errors``. ``catalog``:
+    see :func:`parse_snapshot`.
 
     Raises:
         Nothing: no snapshot content stops the daemon (issue 10 §8).
@@ -282,7 +304,7 @@ def load_snapshot(state_dir: Path) -> Restored:
         _move_aside(state_dir, path, "corrupt", why, out)
         return out
     try:
-        out = parse_snapshot(raw)
+        out = parse_snapshot(raw, catalog)
     except CorruptSnapshot as exc:
         out = Restored()
         _move_aside(state_dir, path, exc.aside, f"corrupt snapshot ({exc})", out)
@@ -395,7 +417,5 @@ def write_snapshot(state_dir: Path, data: bytes, tails: dict[str, str], keep: se
     if hist.is_dir():
         for entry in hist.iterdir():
             if entry.suffix == ".tail" and entry.stem not in keep:
-                try:
+                with contextlib.suppress(OSError):
                     entry.unlink()
-                except OSError:
-                    pass

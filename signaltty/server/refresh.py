@@ -15,7 +15,6 @@ import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import structlog
 
@@ -23,10 +22,10 @@ from signaltty.agents.foreground import foreground_name, foreground_pid
 from signaltty.agents.registry import builtin_kind, display_name_for
 from signaltty.core.model import Pane
 from signaltty.core.refresh import Detection, on_process_refresh
+from signaltty.server.config import Config
+from signaltty.server.ports import Runtimes
+from signaltty.server.store import Store
 from signaltty.system import proctable
-
-if TYPE_CHECKING:
-    from signaltty.server.daemon import Daemon
 
 log = structlog.get_logger("signaltty.refresh")
 
@@ -136,8 +135,12 @@ class ProcessRefresher:
             logged and ignored.
     """
 
-    def __init__(self, daemon: Daemon, detect: Detect | None = None) -> None:
-        self.daemon = daemon
+    def __init__(
+        self, *, store: Store, config: Config, runtimes: Runtimes, detect: Detect | None = None
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.runtimes = runtimes
         self.detect: Detect = detect or builtin_detect
         self.last_foreground: dict[str, str | None] = {}
         self.on_foreground: list[ForegroundHook] = []
@@ -149,7 +152,7 @@ class ProcessRefresher:
     @property
     def period_s(self) -> float:
         """Seconds between refreshes (``[server] proc_refresh_s``, 2–300, default 10)."""
-        return float(self.daemon.config.server.proc_refresh_s)
+        return float(self.config.server.proc_refresh_s)
 
     async def run(self) -> None:
         """Refresh every ``period_s`` until cancelled (started by the daemon as a background task).
@@ -172,14 +175,14 @@ class ProcessRefresher:
                 log.exception("refresh.failed")
 
     def _output_since_last(self) -> bool:
-        offsets = {pane_id: rt.output_offset for pane_id, rt in self.daemon.runtimes.items() if rt.live}
+        offsets = {pane_id: rt.output_offset for pane_id, rt in self.runtimes.items() if rt.live}
         changed = offsets != self._offsets
         self._offsets = offsets
         return changed
 
     def _roots(self) -> dict[str, int]:
         roots: dict[str, int] = {}
-        for pane_id, rt in list(self.daemon.runtimes.items()):
+        for pane_id, rt in list(self.runtimes.items()):
             proc = rt.proc
             if proc is not None and rt.pane.live and proc.pid > 0:
                 roots[pane_id] = proc.pid
@@ -198,7 +201,7 @@ class ProcessRefresher:
         """
         async with self._lock:
             roots = self._roots()
-            for gone in set(self.last_foreground) - set(self.daemon.runtimes):
+            for gone in set(self.last_foreground) - set(self.runtimes):
                 del self.last_foreground[gone]
             if not roots:
                 return 0
@@ -218,8 +221,8 @@ class ProcessRefresher:
             return applied
 
     def _apply(self, pane_id: str, obs: Observation) -> bool:
-        rt = self.daemon.runtimes.get(pane_id)
-        pane = self.daemon.store.panes.get(pane_id)
+        rt = self.runtimes.get(pane_id)
+        pane = self.store.panes.get(pane_id)
         # The pane may have exited, closed or been resumed while the thread ran.
         if rt is None or pane is None or rt.proc is None or rt.proc.pid != obs.root_pid:
             return False
@@ -231,13 +234,13 @@ class ProcessRefresher:
             pane, process_name=name, cwd=obs.cwd, cwd_is_dir=obs.cwd_is_dir, detection=detection
         )
         if effects:
-            self.daemon.store.apply(effects)
+            self.store.apply(effects)
         for cb in list(self.on_foreground):
             try:
                 cb(pane, name)
             except Exception:
                 log.exception("refresh.foreground_hook_failed", pane_id=pane_id)
         if name != self.last_foreground.get(pane_id):
-            self.daemon.store.touched.add(pane_id)  # its screen rules may differ now
+            self.store.touched.add(pane_id)  # its screen rules may differ now
         self.last_foreground[pane_id] = name
         return True

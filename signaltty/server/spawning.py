@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import structlog
 
@@ -18,6 +18,7 @@ from signaltty import __version__
 from signaltty.agents import codex_runtime, resume
 from signaltty.agents.adapters import adapter_for
 from signaltty.agents.adapters.overlay import resolve_adapter
+from signaltty.agents.catalog import Catalog
 from signaltty.agents.process_name import program_name
 from signaltty.agents.registry import builtin_kind, display_name_for
 from signaltty.core import rules
@@ -25,14 +26,14 @@ from signaltty.core.ids import new_id
 from signaltty.core.limits import MAX_LABEL, MAX_REQUEST_ENV
 from signaltty.core.model import AgentInfo, Pane, Workspace
 from signaltty.core.sanitize import sanitize_text
+from signaltty.proto import trust
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import autoconfig
+from signaltty.server.config import Config
 from signaltty.server.panes import PaneRuntime
+from signaltty.server.ports import CatalogSource, Hydration, Runtimes
+from signaltty.server.store import Store
 from signaltty.term import pty as ptymod
-
-if TYPE_CHECKING:
-    from signaltty.agents.catalog import Catalog
-    from signaltty.server.daemon import Daemon
 
 log = structlog.get_logger("signaltty.spawn")
 
@@ -40,7 +41,14 @@ log = structlog.get_logger("signaltty.spawn")
 # change which pane a program believes it runs in, which daemon it reports to, or what
 # terminal it is in (issue 13 item 9: refused, not silently overwritten).
 RESERVED_ENV_KEYS = frozenset(
-    "SIGNALTTY_PANE SIGNALTTY_SOCKET SIGNALTTY_PARENT_PANE TERM_PROGRAM TERM_PROGRAM_VERSION".split()
+    {
+        "SIGNALTTY_PANE",
+        "SIGNALTTY_SOCKET",
+        "SIGNALTTY_DAEMON",
+        "SIGNALTTY_PARENT_PANE",
+        "TERM_PROGRAM",
+        "TERM_PROGRAM_VERSION",
+    }
 )
 # POSIX.1-2017 §8.1: portable names are letters, digits and underscore, not starting with
 # a digit (what a shell can export).
@@ -48,11 +56,21 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # protocol.md §5 "Pane environment": inherited variables that never reach a pane.
 SCRUBBED_ENV = frozenset(
-    (
-        "LD_PRELOAD LD_LIBRARY_PATH DYLD_INSERT_LIBRARIES DYLD_LIBRARY_PATH NOTIFY_SOCKET "
-        "WATCHDOG_PID WATCHDOG_USEC LISTEN_FDS LISTEN_PID LISTEN_FDNAMES INVOCATION_ID "
-        "JOURNAL_STREAM SIGNALTTY_SOCKET"
-    ).split()
+    {
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "DYLD_INSERT_LIBRARIES",
+        "DYLD_LIBRARY_PATH",
+        "NOTIFY_SOCKET",
+        "WATCHDOG_PID",
+        "WATCHDOG_USEC",
+        "LISTEN_FDS",
+        "LISTEN_PID",
+        "LISTEN_FDNAMES",
+        "INVOCATION_ID",
+        "JOURNAL_STREAM",
+        "SIGNALTTY_SOCKET",
+    }
 )
 
 KNOWN_HINTS = frozenset({"claude", "codex", "opencode", "cursor", "pi", "generic", "none"})
@@ -124,6 +142,8 @@ def pane_environment(
     env.update(request_env)
     env["SIGNALTTY_PANE"] = pane_id
     env["SIGNALTTY_SOCKET"] = socket_path
+    # which process the pane's clients must find on that socket (proto/trust.py, A8)
+    env[trust.DAEMON_ENV] = trust.identity_token()
     if "TERM" not in request_env:
         env["TERM"] = "xterm-256color"
     env["TERM_PROGRAM"] = "signaltty"
@@ -147,11 +167,43 @@ def detect_kind(argv0: str, hint: str | None, catalog: Catalog | None = None) ->
     return AgentInfo(kind=kind, display_name=display_name_for(kind))
 
 
+def _anchored(program: str, cwd: str) -> str:
+    """A relative program path (``./run.sh``) made absolute against the pane's ``cwd``, so
+    a resume runs the same file; a bare name stays a ``PATH`` lookup."""
+    if "/" in program and not os.path.isabs(program):
+        return os.path.normpath(os.path.join(cwd, program))
+    return program
+
+
+def _resume_cwd(pane: Pane) -> str:
+    """Where a resume starts: the launch directory while it exists, else the last cwd."""
+    return pane.launch_cwd if os.path.isdir(pane.launch_cwd) else pane.cwd
+
+
 class Spawner:
     """Creates panes in a workspace and starts their processes."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.d = daemon
+    def __init__(
+        self,
+        *,
+        store: Store,
+        config: Config,
+        runtimes: Runtimes,
+        catalogs: CatalogSource,
+        hydration: Hydration,
+        socket_path: str,
+        forget_pane: Callable[[str], None],
+    ) -> None:
+        """``socket_path``: the daemon's socket, given to panes as ``SIGNALTTY_SOCKET``;
+        ``forget_pane``: called with a pane id when a resume starts a new process instance
+        (``HookService.forget_pane``)."""
+        self.store = store
+        self.config = config
+        self.runtimes = runtimes
+        self.catalogs = catalogs
+        self.hydration = hydration
+        self.socket_path = socket_path
+        self._forget_pane = forget_pane
 
     async def spawn_new(
         self,
@@ -177,21 +229,19 @@ class Spawner:
             SignalttyError: ``RATE_LIMITED`` (too many live panes), ``SPAWN_FAILED`` with
                 ``details.errno`` (nothing is created).
         """
-        store = self.d.store
+        store = self.store
         live = sum(1 for p in store.panes.values() if p.live)
-        if live >= self.d.config.server.max_live_panes:
+        if live >= self.config.server.max_live_panes:
             raise SignalttyError("RATE_LIMITED", f"more than {live} live panes")
-        stored = list(argv)
-        if "/" in stored[0] and not os.path.isabs(stored[0]):
-            stored[0] = os.path.normpath(os.path.join(cwd, stored[0]))
-        await self.d.wait_hydration()
+        stored = [_anchored(argv[0], cwd), *argv[1:]]
+        await self.hydration.wait_hydration()
         pane_id = new_id("pane")
         env = pane_environment(
             os.environ,
             os.environ.get("PATH", os.defpath),
             request_env,
             pane_id=pane_id,
-            socket_path=str(self.d.socket_path),
+            socket_path=self.socket_path,
             parent_pane_id=parent.id if parent else None,
         )
         config_env: dict[str, str] = {}
@@ -209,7 +259,9 @@ class Spawner:
             label=(sanitize_text(label, MAX_LABEL) or None) if label is not None else None,
             cols=size[0],
             rows=size[1],
-            agent=agent if agent is not None else detect_kind(stored[0], agent_hint, self.d.catalog),
+            agent=agent
+            if agent is not None
+            else detect_kind(stored[0], agent_hint, self.catalogs.catalog),
             process_name=program_name(stored) or None,
             lifecycle_source="spawn",
             lifecycle_since=now,
@@ -222,7 +274,7 @@ class Spawner:
         pane.agent.config_env = config_env
         store.panes[pane_id] = pane
         runtime = PaneRuntime(store, pane)
-        self.d.runtimes[pane_id] = runtime
+        self.runtimes[pane_id] = runtime
         if after is not None and after in ws.pane_ids:
             ws.pane_ids.insert(ws.pane_ids.index(after) + 1, pane_id)
         else:
@@ -282,9 +334,9 @@ class Spawner:
             SignalttyError: ``BAD_PARAMS`` "not resumable", ``SPAWN_FAILED`` (pane unchanged),
                 ``RATE_LIMITED``.
         """
-        store = self.d.store
+        store = self.store
         # The merged manifest's [session] resume wins over the adapter's (agents.md §3.4).
-        adapter = resolve_adapter(self.d.catalog, pane.agent.catalog_id or pane.agent.kind)
+        adapter = resolve_adapter(self.catalogs.catalog, pane.agent.catalog_id or pane.agent.kind)
         if adapter is None:
             adapter = adapter_for(pane.agent.kind)
         info = pane.agent
@@ -297,21 +349,23 @@ class Spawner:
         if not argv:
             raise SignalttyError("BAD_PARAMS", "not resumable")
         live = sum(1 for p in store.panes.values() if p.live)
-        if live >= self.d.config.server.max_live_panes:
+        if live >= self.config.server.max_live_panes:
             raise SignalttyError("RATE_LIMITED", f"more than {live} live panes")
-        await self.d.wait_hydration()
-        cwd = pane.launch_cwd if os.path.isdir(pane.launch_cwd) else pane.cwd
+        await self.hydration.wait_hydration()
+        cwd = _resume_cwd(pane)
         env = pane_environment(
             os.environ,
             os.environ.get("PATH", os.defpath),
             dict(info.config_env),
             pane_id=pane.id,
-            socket_path=str(self.d.socket_path),
+            socket_path=self.socket_path,
             parent_pane_id=pane.parent_pane_id,
         )
         config_env = dict(info.config_env)
-        proc, integration = await self._start(argv, env, cwd, (pane.cols, pane.rows), dict(config_env), config_env)
-        old = self.d.runtimes.get(pane.id)
+        proc, integration = await self._start(
+            argv, env, cwd, (pane.cols, pane.rows), dict(config_env), config_env
+        )
+        old = self.runtimes.get(pane.id)
         if old is not None:
             old.close()
         info.resume_argv = argv
@@ -320,9 +374,9 @@ class Spawner:
         pane.cwd = cwd
         effects = rules.on_resume(pane, new_id("pi"), now=store.now())
         store.apply(effects)
-        self.d.hooks.forget_pane(pane.id)
+        self._forget_pane(pane.id)
         runtime = PaneRuntime(store, pane)
-        self.d.runtimes[pane.id] = runtime
+        self.runtimes[pane.id] = runtime
         store.emit("pane.created", {"pane": pane.to_wire(), "resumed": True})
         runtime.start(proc)
         log.info("pane.resumed", pane_id=pane.id, pid=proc.pid)

@@ -67,7 +67,8 @@ class Store:
         return None
 
     def ordered_panes(self) -> list[Pane]:
-        """Panes by workspace ``created_at``, then workspace order (protocol.md §5 ``pane.list``)."""
+        """Panes by workspace ``created_at``, then workspace order (protocol.md §5, ``pane.list``).
+        """
         out: list[Pane] = []
         for ws in sorted(self.workspaces.values(), key=lambda w: w.created_at):
             out += [self.panes[p] for p in ws.pane_ids if p in self.panes]

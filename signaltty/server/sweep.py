@@ -22,19 +22,19 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
+from signaltty.agents.process_name import SHELLS
 from signaltty.core import layer_rules
 from signaltty.core.model import Pane, iso
 from signaltty.core.screen_rules import ScreenRule, ScreenView, evaluate, priority_order, winner
-from signaltty.agents.process_name import SHELLS
 from signaltty.core.states import Authority
-
-if TYPE_CHECKING:
-    from signaltty.server.daemon import Daemon
-    from signaltty.server.panes import PaneRuntime
+from signaltty.server.config import Config
+from signaltty.server.panes import PaneRuntime
+from signaltty.server.ports import CatalogSource, Runtimes
+from signaltty.server.store import Store
 
 log = structlog.get_logger("signaltty.sweep")
 
@@ -82,8 +82,13 @@ def _screen_view(pane: Pane, rows: list[str]) -> ScreenView:
 class ScreenSweep:
     """The 500 ms loop (see module docstring); ``await tick()`` is one pass."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.d = daemon
+    def __init__(
+        self, *, store: Store, config: Config, runtimes: Runtimes, catalogs: CatalogSource
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.runtimes = runtimes
+        self.catalogs = catalogs
         self.state: dict[str, PaneSweep] = {}
         self.last_tick_s = 0.0
         self.max_tick_s = 0.0
@@ -101,7 +106,7 @@ class ScreenSweep:
     # ---------------------------------------------------------------- loop
 
     async def run(self) -> None:
-        interval = self.d.config.server.screen_sweep_ms / 1000
+        interval = self.config.server.screen_sweep_ms / 1000
         loop = asyncio.get_running_loop()
         next_at = loop.time() + interval
         while True:
@@ -117,9 +122,9 @@ class ScreenSweep:
         """One pass over every pane, yielding every ``SLICE_S``; never raises for one pane."""
         started = slice_start = time.perf_counter()
         busy = 0.0
-        now = self.d.store.now()
-        runtimes = self.d.runtimes
-        store = self.d.store
+        now = self.store.now()
+        runtimes = self.runtimes
+        store = self.store
         for pane_id in [p for p in self.state if p not in runtimes]:
             del self.state[pane_id]
         if store.seq != self._seq or len(runtimes) != self._panes:
@@ -167,11 +172,15 @@ class ScreenSweep:
             "disabled_rules": [f"{r.file}:{r.id}" for r in self.disabled.values()],
         }
 
-    def _note_timeouts(self, rules: tuple[ScreenRule, ...], timed_out: tuple[int, ...], pane_id: str) -> None:
+    def _note_timeouts(
+        self, rules: tuple[ScreenRule, ...], timed_out: tuple[int, ...], pane_id: str
+    ) -> None:
         for i in timed_out:
             rule = rules[i]
             count = self._timeouts[id(rule)] = self._timeouts.get(id(rule), 0) + 1
-            log.warning("sweep.rule_timeout", pane_id=pane_id, rule=rule.id, file=rule.file, count=count)
+            log.warning(
+                "sweep.rule_timeout", pane_id=pane_id, rule=rule.id, file=rule.file, count=count
+            )
             if count >= TIMEOUTS_TO_DISABLE:
                 self.disabled[id(rule)] = rule
                 log.error("sweep.rule_disabled", rule=rule.id, file=rule.file)
@@ -186,22 +195,20 @@ class ScreenSweep:
         and the shell's screen would be read as the agent's (docs/decisions.md). A kind given
         at spawn (hint, catalog launch, program name) keeps its rules.
         """
-        catalog = getattr(self.d, "catalog", None)
-        if catalog is None:
-            return _NO_RULES
+        catalog = self.catalogs.catalog
         kind = pane.agent.kind
         if pane.promoted and pane.process_name in SHELLS:
             return _NO_RULES
         return catalog.rules_for(kind, pane.process_name)
 
     def _refresh_rules(self, st: PaneSweep, pane: Pane) -> None:
-        key = (id(getattr(self.d, "catalog", None)), pane.agent.kind, pane.process_name)
+        key = (id(self.catalogs.catalog), pane.agent.kind, pane.process_name)
         if key != st.rules_key:
             st.rules_key = key
             had_rules = bool(st.rules)
             st.source, st.rules = self.rules_for(pane)
             if had_rules and not st.rules and pane.authority == Authority.SCREEN:
-                self.d.store.apply(layer_rules.end_screen_rules(pane, now=self.d.store.now()))
+                self.store.apply(layer_rules.end_screen_rules(pane, now=self.store.now()))
             st.order = priority_order(st.rules)
             if key[0] != self._catalog_id:
                 # a reloaded catalog has new rule objects: forget the old ones' record
@@ -225,7 +232,7 @@ class ScreenSweep:
             st.view_key = None
         elif dirty:
             ys = sorted(dirty)
-            for y, text in zip(ys, screen.peek_rows(ys)):
+            for y, text in zip(ys, screen.peek_rows(ys), strict=False):
                 if st.rows[y] != text:
                     st.rows[y] = text
                     st.view_key = None
@@ -236,7 +243,7 @@ class ScreenSweep:
         status = pane.program_status
         return (
             rt.output_offset,
-            id(getattr(self.d, "catalog", None)),
+            id(self.catalogs.catalog),
             pane.agent.kind,
             pane.process_name,
             pane.title,
@@ -260,7 +267,7 @@ class ScreenSweep:
         if not st.timing:
             # Every state change emits an event (store.seq moves); output moves the offset;
             # the refresh's program name is the one input that changes silently.
-            quick = (rt.output_offset, self.d.store.seq, pane.process_name, rt.screen.size)
+            quick = (rt.output_offset, self.store.seq, pane.process_name, rt.screen.size)
             if quick == st.quick:
                 return
             st.quick = quick
@@ -277,14 +284,18 @@ class ScreenSweep:
         self._refresh_rows(st, rt)
         authority = pane.authority
         shadow = authority != Authority.SCREEN
-        if shadow and not (layer_rules.recovery_candidate(pane) or layer_rules.settle_candidate(pane)):
+        if shadow and not (
+            layer_rules.recovery_candidate(pane) or layer_rules.settle_candidate(pane)
+        ):
             st.evidence_since = st.settle_since = None
             return
         progress = pane.osc_progress.get("raw") if pane.osc_progress else None
         view_key = (pane.title if pane.title_from_osc else None, progress, authority)
         if view_key != st.view_key or not st.evaluated:
             st.view_key = view_key
-            st.winner, timed_out = winner(st.rules, _screen_view(pane, st.rows), st.order, self.disabled)
+            st.winner, timed_out = winner(
+                st.rules, _screen_view(pane, st.rows), st.order, self.disabled
+            )
             st.evaluated = True
             st.evaluations += 1
             self.evaluations += 1
@@ -294,8 +305,15 @@ class ScreenSweep:
                 rule = st.rules[st.winner] if st.winner is not None else None
                 state = rule.state if rule is not None else None
                 fallback = rule is not None and rule.is_fallback
-                self.d.store.apply(layer_rules.on_screen_state(
-                    pane, state, now=now, fallback=fallback, message=rule.message if rule is not None else None))
+                self.store.apply(
+                    layer_rules.on_screen_state(
+                        pane,
+                        state,
+                        now=now,
+                        fallback=fallback,
+                        message=rule.message if rule is not None else None,
+                    )
+                )
                 st.stamp = self._stamp(rt)  # the lifecycle just changed by our own hand
                 st.quick = None
         if shadow:
@@ -324,14 +342,14 @@ class ScreenSweep:
             return False
         log.info("sweep.settled", pane_id=pane.id, rule=rule.id, lifecycle=pane.lifecycle.value)
         st.settle_since = st.evidence_since = None
-        self.d.store.apply(layer_rules.settle(pane, now=now))
+        self.store.apply(layer_rules.settle(pane, now=now))
         return True
 
     def _recovery(self, st: PaneSweep, rt: PaneRuntime, now: float) -> None:
         pane = rt.pane
         if self._settle(st, pane, now):
             return
-        n = self.d.config.server.stuck_recovery_s
+        n = self.config.server.stuck_recovery_s
         if n <= 0 or not layer_rules.recovery_candidate(pane) or not self._evidence(st, pane):
             st.evidence_since = None
             return
@@ -341,7 +359,7 @@ class ScreenSweep:
         if layer_rules.recovery_due(since, pane.last_signal_at, n, now):
             log.info("sweep.recovered", pane_id=pane.id, after_s=round(now - since, 1))
             st.evidence_since = None
-            self.d.store.apply(layer_rules.recover(pane, now=now))
+            self.store.apply(layer_rules.recover(pane, now=now))
 
     @staticmethod
     def evidence_start(st: PaneSweep, pane: Pane) -> float:
@@ -365,8 +383,8 @@ class ScreenSweep:
                 self._note_timeouts(rules, ev.timed_out, pane.id)
         winner = ev.winner if ev is not None else None
         st = self.state.get(pane.id)
-        now = self.d.store.now()
-        n = self.d.config.server.stuck_recovery_s
+        now = self.store.now()
+        n = self.config.server.stuck_recovery_s
         recovery: dict[str, Any] | None = None
         if live and layer_rules.recovery_candidate(pane):
             since = self.evidence_start(st, pane) if st and st.evidence_since is not None else None
@@ -374,7 +392,9 @@ class ScreenSweep:
                 "armed": n > 0,
                 "evidence": since is not None,
                 "since": iso(since),
-                "fires_in_s": round(max(0.0, since + n - now), 1) if since is not None and n > 0 else None,
+                "fires_in_s": round(max(0.0, since + n - now), 1)
+                if since is not None and n > 0
+                else None,
             }
         authority = pane.authority
         return {

@@ -111,7 +111,7 @@ def socket_path(flag: str | os.PathLike[str] | None = None) -> Path:
 
     Spec: desktop-and-service.md §1 "socket".
     """
-    from signaltty.system import sockpath
+    from signaltty.proto import sockpath
 
     return Path(sockpath.resolve(os.fspath(flag) if flag is not None else None))
 

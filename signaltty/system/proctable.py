@@ -108,9 +108,7 @@ def snapshot() -> ProcTable:
     return ProcTable.from_rows(rows)
 
 
-def read_process(
-    pid: int, create_time: float | None = None
-) -> tuple[list[str] | None, str | None]:
+def read_process(pid: int, create_time: float | None = None) -> tuple[list[str] | None, str | None]:
     """Read the command line and cwd of one process (blocking; never raises).
 
     Args:

@@ -159,7 +159,8 @@ def _write_atomic(path: Path, data: bytes) -> bool:
 def _is_managed(path: Path) -> bool:
     try:
         if path.suffix == ".plist":
-            return plistlib.loads(path.read_bytes()).get("Label") == PLIST_LABEL
+            label: object = plistlib.loads(path.read_bytes()).get("Label")
+            return label == PLIST_LABEL
         return MARKER in path.read_text(errors="replace").splitlines()[:3]
     except (OSError, ValueError, IndexError):
         return False

@@ -9,6 +9,7 @@ session, 5 s timeout (the whole process group is killed), merged into the curren
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pwd
 import signal
@@ -89,10 +90,8 @@ async def read_delimited(stream: asyncio.StreamReader) -> bytes:
 async def _reap(proc: asyncio.subprocess.Process) -> None:
     """Wait for a killed probe, but never for long (a process stuck in the kernel must not
     hold the hydration task forever)."""
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(proc.wait(), _REAP_S)
-    except TimeoutError:
-        pass
 
 
 def merge(current: str, found: str) -> tuple[str, list[str]]:
@@ -138,24 +137,22 @@ async def hydrate(env: dict[str, str], *, timeout_s: float = TIMEOUT_S) -> Hydra
         assert proc.stdout is not None
         out = await asyncio.wait_for(read_delimited(proc.stdout), timeout_s)
     except TimeoutError:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         await _reap(proc)
         return Hydration("failed", current, reason=f"{shell} did not answer within {timeout_s:g} s")
     finally:
         if proc.returncode is None:
-            try:
+            with contextlib.suppress(OSError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
             await _reap(proc)  # reap it and close the transport while the loop still runs
     found = parse(out)
     if found is None:
         code = proc.returncode
         return Hydration(
-            "failed", current, reason=f"{shell} printed no PATH" + (f" (exit {code})" if code is not None else "")
+            "failed",
+            current,
+            reason=f"{shell} printed no PATH" + (f" (exit {code})" if code is not None else ""),
         )
     merged, added = merge(current, found)
     return Hydration("done", merged, added)

@@ -16,11 +16,12 @@ waits for its child reaps it within the loop's next turn, long before that.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
 import sys
-from collections.abc import Container
+from collections.abc import Callable, Container
 
 import psutil
 
@@ -39,7 +40,8 @@ def become_subreaper() -> bool:
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        result: int = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        return result == 0
     except (OSError, AttributeError):
         return False
 
@@ -47,8 +49,12 @@ def become_subreaper() -> bool:
 class OrphanReaper:
     """Reaps adopted orphans that exited, never a child some other code waits for."""
 
-    def __init__(self) -> None:
+    def __init__(self, record: Callable[[frozenset[int]], None] | None = None) -> None:
+        """``record`` is given the live adopted orphans after each scan (in the scan's
+        thread): the daemon persists them for the next run (``server.pane_records``)."""
         self._seen: set[int] = set()
+        self._record = record
+        self.adopted: frozenset[int] = frozenset()
 
     def scan(self, keep: Container[int]) -> list[int]:
         """One scan (call every ``ORPHAN_SCAN_S``; reads ``/proc``, run it off the loop).
@@ -57,17 +63,24 @@ class OrphanReaper:
             keep: pids whose status belongs to someone else (every live pane's process).
 
         Returns:
-            The pids reaped by this scan.
+            The pids reaped by this scan. ``adopted`` then holds the live children that are
+            not in ``keep`` (adopted orphans, and any helper the daemon runs right now).
         """
         zombies: set[int] = set()
+        live: set[int] = set()
         for pid in _children():
             if pid in keep:
                 continue
             try:
                 if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
                     zombies.add(pid)
+                else:
+                    live.add(pid)
             except psutil.Error:
                 continue
+        self.adopted = frozenset(live)
+        if self._record is not None:
+            self._record(self.adopted)
         reaped = []
         for pid in zombies & self._seen:
             try:
@@ -78,6 +91,55 @@ class OrphanReaper:
                 reaped.append(pid)
         self._seen = zombies - set(reaped)
         return reaped
+
+
+def kill_adopted(keep: Container[int], spare: Callable[[int], bool]) -> list[int]:
+    """SIGKILL every adopted orphan and all its descendants (shutdown; blocking, ≤ ~3 s).
+
+    Why (attack pass 3, A7): once the daemon exits, its adopted orphans are re-parented to
+    init and nothing says they came from a pane. Nothing a pane started outlives the daemon
+    (as ``_stop_children`` does for pane process groups).
+
+    Args:
+        keep: this process's children that are not orphans (pane processes; their own
+            watchers reap them).
+        spare: True for a child that must survive (a terminal started for the person).
+
+    Returns:
+        The pids signalled. Zombie children are reaped. Raises nothing.
+    """
+    killed: list[int] = []
+    for _ in range(3):  # a fork racing the first sweep is re-parented to us: sweep again
+        targets: list[psutil.Process] = []
+        for pid in _children():
+            if pid in keep or spare(pid):
+                continue
+            try:
+                top = psutil.Process(pid)
+                targets.extend([top, *top.children(recursive=True)])
+            except psutil.Error:
+                continue
+        live = []
+        for proc in targets:
+            try:
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    proc.kill()  # psutil checks the pid still names this process
+                    live.append(proc)
+            except psutil.Error:
+                continue
+        killed.extend(p.pid for p in live)
+        psutil.wait_procs(targets, timeout=1.0)
+        _reap_zombies(keep)
+        if not live:
+            break
+    return killed
+
+
+def _reap_zombies(keep: Container[int]) -> None:
+    for pid in _children():
+        if pid not in keep:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
 
 
 def _children() -> set[int]:
@@ -96,4 +158,3 @@ def _children() -> set[int]:
             return {c.pid for c in psutil.Process(os.getpid()).children()}
         except psutil.Error:
             return set()
-

@@ -12,6 +12,7 @@ Spec: protocol.md §5 (``pane.spawn``, ``pane.resize``, ``pane.signal``), issue 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import fcntl
 import os
@@ -27,7 +28,21 @@ from dataclasses import dataclass
 # SIGPIPE; a daemon started with `&` from a non-interactive shell ignores SIGINT/SIGQUIT).
 _RESET_SIGNALS = tuple(
     getattr(signal, name)
-    for name in ("SIGPIPE", "SIGINT", "SIGQUIT", "SIGTERM", "SIGHUP", "SIGXFSZ", "SIGCHLD", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGUSR1", "SIGUSR2", "SIGWINCH")
+    for name in (
+        "SIGPIPE",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGTERM",
+        "SIGHUP",
+        "SIGXFSZ",
+        "SIGCHLD",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGUSR1",
+        "SIGUSR2",
+        "SIGWINCH",
+    )
     if hasattr(signal, name)
 )
 
@@ -41,7 +56,8 @@ class SpawnError(OSError):
 
 @dataclass(slots=True)
 class PtyProcess:
-    """A child running on a PTY: ``pid`` (also its session and process-group id) and ``master_fd``."""
+    """A child running on a PTY: ``pid`` (also its session and process-group id) and
+    ``master_fd``."""
 
     pid: int
     master_fd: int
@@ -193,10 +209,8 @@ class ExitWatcher:
             code: int | None = decode_status(status)
         except ChildProcessError:
             code = None
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop closed during shutdown
             self._loop.call_soon_threadsafe(self._finish, code)
-        except RuntimeError:
-            pass  # loop closed during shutdown
 
     def _finish(self, code: int | None) -> None:
         if self._done:
@@ -208,10 +222,8 @@ class ExitWatcher:
     def close(self) -> None:
         """Stop watching (idempotent); the pidfd is closed."""
         if self._pidfd is not None:
-            try:
+            with contextlib.suppress(RuntimeError, ValueError):
                 self._loop.remove_reader(self._pidfd)
-            except (RuntimeError, ValueError):
-                pass
             os.close(self._pidfd)
             self._pidfd = None
 

@@ -11,14 +11,14 @@ import pytest
 
 from signaltty.agents.adapters import ADAPTERS, adapter_for
 from signaltty.agents.adapters.base import Adapter, dig, is_valid_session_id, text
-from signaltty.agents.adapters.codex import TITLE_PROMPT_PREFIX, is_title_thread
+from signaltty.agents.hookrules.named import TITLE_PROMPT_PREFIX, is_title_thread
 from signaltty.agents.registry import builtin_kind, detect_kind, display_name_for
 from signaltty.core.hooks import Classification, NotificationDraft
 from signaltty.core.states import ATTENTION_RANK, Attention, Lifecycle
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real-agents"
 
-W, B, D, I, F = (
+W, B, D, IDLE, F = (
     Lifecycle.WORKING,
     Lifecycle.BLOCKED,
     Lifecycle.DONE,
@@ -50,7 +50,7 @@ def fixture(agent: str) -> dict[str, Any]:
 
 ROWS: list[tuple[str, str, Any, Any]] = [
     # 2.1 Claude Code
-    ("claude", "SessionStart", {"session_id": "S1"}, C(I, None, "session started")),
+    ("claude", "SessionStart", {"session_id": "S1"}, C(IDLE, None, "session started")),
     ("claude", "UserPromptSubmit", {"prompt": "fix"}, C(W, NONE)),
     ("claude", "PreToolUse", {"tool_name": "Bash"}, TOOL),
     ("claude", "PostToolUse", {}, TOOL),
@@ -101,7 +101,7 @@ ROWS: list[tuple[str, str, Any, Any]] = [
     ("claude", "MessageDisplay", {"delta": "hi"}, UNREC),
     ("claude", "stop", {}, UNREC),  # names match exactly
     # 2.2 Codex
-    ("codex", "SessionStart", {"session_id": "T"}, C(I, None, "session started")),
+    ("codex", "SessionStart", {"session_id": "T"}, C(IDLE, None, "session started")),
     ("codex", "UserPromptSubmit", {}, C(W, NONE)),
     ("codex", "PreToolUse", {}, TOOL),
     ("codex", "PostToolUse", {}, TOOL),
@@ -137,10 +137,10 @@ ROWS: list[tuple[str, str, Any, Any]] = [
     ("codex", "SubagentStop", {}, UNREC),
     ("codex", "SubagentStart", {"session_id": "T"}, UNREC),
     ("codex", "Notification", {}, UNREC),
-    # Decision (codex.py docstring): the user ended the turn at the keyboard.
-    ("codex", "Interrupt", {"turn_id": "t"}, C(I, NONE, "turn interrupted")),
+    # Decision (codex.toml, the Interrupt rule): the user ended the turn at the keyboard.
+    ("codex", "Interrupt", {"turn_id": "t"}, C(IDLE, NONE, "turn interrupted")),
     # 2.3 OpenCode
-    ("opencode", "session.created", {"properties": {"info": {"id": "ses_1"}}}, C(I)),
+    ("opencode", "session.created", {"properties": {"info": {"id": "ses_1"}}}, C(IDLE)),
     ("opencode", "session.status", {"status": "busy"}, C(W, NONE)),
     ("opencode", "session.status", {"status": {"type": "busy"}}, C(W, NONE)),
     ("opencode", "session.status", {"properties": {"status": {"type": "busy"}}}, C(W, NONE)),
@@ -170,7 +170,7 @@ ROWS: list[tuple[str, str, Any, Any]] = [
     ("opencode", "session.error", {}, C(F, ERR, "session error", "error")),
     ("opencode", "permission.asked", {"sessionID": "ses_1"}, UNREC),
     # 2.4 Cursor Agent
-    ("cursor", "sessionStart", {"session_id": "c1"}, C(I)),
+    ("cursor", "sessionStart", {"session_id": "c1"}, C(IDLE)),
     ("cursor", "beforeSubmitPrompt", {}, C(W, NONE)),
     ("cursor", "preToolUse", {}, TOOL),
     ("cursor", "postToolUse", {}, TOOL),
@@ -178,7 +178,7 @@ ROWS: list[tuple[str, str, Any, Any]] = [
     ("cursor", "sessionEnd", {}, C(D, UNREAD, "session ended", "session_end")),
     ("cursor", "Stop", {}, UNREC),
     # Pi: the managed extension's events (issue 11); generic: hooks classify nothing
-    ("pi", "session_start", {"type": "session_start"}, C(I)),
+    ("pi", "session_start", {"type": "session_start"}, C(IDLE)),
     ("pi", "agent_start", {}, C(W, NONE)),
     ("pi", "agent_end", {}, C(D, UNREAD, "turn finished", "turn_done")),
     ("pi", "PermissionRequest", {"tool_name": "Permission required",
@@ -361,7 +361,7 @@ def test_adapter_identity(kind, display, resume, channel, names):
     assert adapter.default_title == display
     assert adapter.resume_template() == resume
     assert adapter.answer_channel() == channel
-    assert adapter.builtin_names == names
+    assert adapter.builtin_names == frozenset(names)
     if resume is not None:  # a fresh copy each time
         adapter.resume_template().append("x")
         assert adapter.resume_template() == resume
@@ -425,7 +425,7 @@ GEMINI_SID = "a92fbd97-efe0-45dd-a997-596dc22e84e8"
 # (agent adapter, fixture dir) → fixture key → (expected classification, expected session id)
 FIXTURE_EXPECTED: dict[tuple[str, str], dict[str, tuple[Any, str | None]]] = {
     ("claude", "claude"): {
-        "SessionStart": (C(I, None, "session started"), CLAUDE_SID),
+        "SessionStart": (C(IDLE, None, "session started"), CLAUDE_SID),
         "UserPromptSubmit": (C(W, NONE), CLAUDE_SID),
         "MessageDisplay": (UNREC, CLAUDE_SID),
         "Stop": (
@@ -443,7 +443,7 @@ FIXTURE_EXPECTED: dict[tuple[str, str], dict[str, tuple[Any, str | None]]] = {
         "SessionEnd": (C(D, UNREAD, "session ended", "session_end"), CLAUDE_SID),
     },
     ("codex", "codex"): {
-        "SessionStart": (C(I, None, "session started"), CODEX_SID),
+        "SessionStart": (C(IDLE, None, "session started"), CODEX_SID),
         "UserPromptSubmit": (C(W, NONE), CODEX_SID),
         "Stop": (
             C(D, UNREAD, "Hello from the mock model! (no real LLM here)", "turn_done"),
@@ -453,7 +453,7 @@ FIXTURE_EXPECTED: dict[tuple[str, str], dict[str, tuple[Any, str | None]]] = {
         "PreToolUse": (TOOL, CODEX_SID),
         "PermissionRequest": (C(B, PERM, "approval requested", "permission"), CODEX_SID),
         "PostToolUse": (TOOL, CODEX_SID),
-        "Interrupt": (C(I, NONE, "turn interrupted"), CODEX_SID),
+        "Interrupt": (C(IDLE, NONE, "turn interrupted"), CODEX_SID),
         "SessionEnd": (C(D, UNREAD, "session ended", "session_end"), CODEX_SID),
     },
     ("opencode", "opencode"): {
@@ -461,7 +461,7 @@ FIXTURE_EXPECTED: dict[tuple[str, str], dict[str, tuple[Any, str | None]]] = {
         "event:catalog.updated": (UNREC, None),
         "event:reference.updated": (UNREC, None),
         "event:integration.updated": (UNREC, None),
-        "event:session.created": (C(I), OPENCODE_SID),
+        "event:session.created": (C(IDLE), OPENCODE_SID),
         "chat.message": (UNREC, None),
         "event:message.updated": (UNREC, OPENCODE_SID),
         "event:message.part.updated": (UNREC, OPENCODE_SID),
@@ -477,7 +477,7 @@ FIXTURE_EXPECTED: dict[tuple[str, str], dict[str, tuple[Any, str | None]]] = {
     },
     # the research harness's raw event names: the managed extension reports three of them
     ("pi", "pi"): {
-        "session_start": (C(I), None),
+        "session_start": (C(IDLE), None),
         "agent_start": (C(W, NONE), None),
         "agent_end": (C(D, UNREAD, "turn finished", "turn_done"), None),
     } | {
@@ -687,7 +687,7 @@ def test_claude_clear_gives_new_session():
     end = {"session_id": "S1", "reason": "clear"}
     start = {"session_id": "S2", "source": "clear"}
     assert claude.classify("SessionEnd", end).cause == "session_end"
-    assert claude.classify("SessionStart", start).lifecycle == I
+    assert claude.classify("SessionStart", start).lifecycle == IDLE
     assert fold(claude, [("SessionEnd", end), ("SessionStart", start)], known="S1")[2] == "S2"
 
 
@@ -760,7 +760,7 @@ def test_codex_esc_while_streaming_fires_interrupt():
     codex = ADAPTERS["codex"]
     samples = fixture("codex")
     hooks = [("UserPromptSubmit", samples["UserPromptSubmit"]), ("Interrupt", samples["Interrupt"])]
-    assert fold(codex, hooks)[:2] == (I, NONE)
+    assert fold(codex, hooks)[:2] == (IDLE, NONE)
 
 
 def test_codex_esc_in_dialog_fires_notify_then_interrupt():
@@ -783,7 +783,7 @@ def test_codex_esc_in_dialog_fires_notify_then_interrupt():
         ("agent-turn-complete", notify),
         ("Interrupt", samples["Interrupt"]),
     ]
-    assert fold(codex, hooks) == (I, NONE, CODEX_SID, 4)
+    assert fold(codex, hooks) == (IDLE, NONE, CODEX_SID, 4)
     assert codex.classify("Interrupt", samples["Interrupt"]).attention == NONE
 
 

@@ -90,7 +90,8 @@ def test_real_fixture_ids_are_accepted() -> None:
             assert rejected is None, (agent, rejected)
             if accepted:
                 seen.add(accepted)
-    assert UUID in seen and len(seen) >= 3
+    assert UUID in seen
+    assert len(seen) >= 3
 
 
 def test_uuid_grammar() -> None:
@@ -106,7 +107,8 @@ def test_uuid_grammar() -> None:
 @given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("-_.: \t\n"), max_size=140))
 def test_an_accepted_id_is_always_one_plain_operand(value: str) -> None:
     if id_problem(value) is None:
-        assert value[0] != "-" and 0 < len(value) <= 128
+        assert value[0] != "-"
+        assert 0 < len(value) <= 128
         assert all(c in string.ascii_letters + string.digits + "._:-" for c in value)
         argv = resume.substitute(["claude", "--resume", "{id}"], value)
         assert argv == ["claude", "--resume", value]
@@ -164,7 +166,8 @@ def test_manifest_id_format(tmp_path: Path) -> None:
     # the default grammar for an overlay without id_format
     (user / "tern.toml").write_text('[agent]\nkind = "generic"\n[session]\nresume = ["tern", "{id}"]\n')
     tern = resolve_adapter(load_catalog(user, bundled_dir=tmp_path / "none"), "tern")
-    assert tern is not None and tern.session_identity({"session_id": "S1"}) == ("S1", None)
+    assert tern is not None
+    assert tern.session_identity({"session_id": "S1"}) == ("S1", None)
 
 
 def test_manifest_unknown_id_format_refused(tmp_path: Path) -> None:
@@ -181,7 +184,8 @@ def test_overlay_keeps_the_codex_title_thread_ignored(tmp_path: Path) -> None:
     codex = resolve_adapter(load_catalog(user, bundled_dir=tmp_path / "none"), "codex")
     title = {"type": "agent-turn-complete", "thread-id": "T9",
              "input-messages": ["Generate a concise, single-line task title for this"]}
-    assert codex is not None and codex.session_identity(title) == (None, None)
+    assert codex is not None
+    assert codex.session_identity(title) == (None, None)
 
 
 # ---------------------------------------------------------------- resume (defence in depth)
@@ -215,7 +219,9 @@ def test_clean_restored_drops_a_hostile_session_id() -> None:
     p = pane(agent_session_id=CLAUDE_BYPASS, resume_argv=["claude", "--resume", CLAUDE_BYPASS],
              resume_source="adapter")
     problems = resume.clean_restored(p)
-    assert len(problems) == 1 and "agent_session_id" in problems[0] and "starts with '-'" in problems[0]
+    assert len(problems) == 1
+    assert "agent_session_id" in problems[0]
+    assert "starts with '-'" in problems[0]
     assert (p.agent.agent_session_id, p.agent.resume_argv, p.agent.resume_source) == (None, None, None)
 
 
@@ -233,8 +239,10 @@ def test_clean_restored_drops_a_hostile_session_id() -> None:
 def test_clean_restored_drops_a_bad_resume_argv(agent: dict, fragment: str) -> None:
     p = pane(**agent)
     problems = resume.clean_restored(p)
-    assert len(problems) == 1 and fragment in problems[0], problems
-    assert p.agent.resume_argv is None and p.agent.resume_source is None
+    assert len(problems) == 1, problems
+    assert fragment in problems[0], problems
+    assert p.agent.resume_argv is None
+    assert p.agent.resume_source is None
 
 
 def test_clean_restored_cwds_and_clean_panes() -> None:

@@ -97,10 +97,12 @@ def test_no_catalog_failures() -> None:
 def test_catalog_fields(entry_id: str) -> None:
     """The §4.6 row: kind, order, and binaries covering every detect name."""
     e = CATALOG.entry(entry_id)
-    assert e is not None and e.source == "bundled"
+    assert e is not None
+    assert e.source == "bundled"
     assert e.kind == (entry_id if entry_id in BUILTIN else "generic")
     assert e.order == ORDER[entry_id]
-    assert e.display_name and e.binaries
+    assert e.display_name
+    assert e.binaries
     assert set(e.launch.detect) <= set(e.binaries)
     assert e.file.endswith(f"{entry_id}.toml")
 
@@ -167,9 +169,12 @@ def test_launch_fields(entry_id: str) -> None:
     assert e is not None
     launch = e.launch
     detect, prompt, bypass, cont, resume = LAUNCH[entry_id]
-    assert launch.detect == detect and launch.command == detect[0]
+    assert launch.detect == detect
+    assert launch.command == detect[0]
     assert (launch.prompt.mode, launch.prompt.flag, launch.prompt.separator) == prompt
-    assert launch.prompt.delay_ms == 3000 and launch.args == () and launch.bypass_env == {}
+    assert launch.prompt.delay_ms == 3000
+    assert launch.args == ()
+    assert launch.bypass_env == {}
     assert (launch.bypass_args, launch.continue_args, e.resume) == (bypass, cont, resume)
     assert e.binaries == BINARIES.get(entry_id, detect)
     assert (e.homepage is None) == (entry_id == "muse")

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import re
 import signal
 import threading
 import time
@@ -109,9 +111,12 @@ def user(tmp_path: Path) -> Path:
 
 def test_bundled_only_defaults(bundled: Path) -> None:
     cat = load_catalog(None, bundled_dir=bundled)
-    assert cat.failures == [] and cat.dir is None
+    assert cat.failures == []
+    assert cat.dir is None
     g = cat.entry("gemini")
-    assert g is not None and g.source == "bundled" and g.file == str(bundled / "gemini.toml")
+    assert g is not None
+    assert g.source == "bundled"
+    assert g.file == str(bundled / "gemini.toml")
     assert g.launch == LaunchSpec(
         command="gemini",
         detect=("gemini",),
@@ -120,8 +125,10 @@ def test_bundled_only_defaults(bundled: Path) -> None:
     )
     assert [r.id for r in g.rules] == ["title_blocked", "g_block", "idle_fallback"]
     muse = cat.entry("muse")
-    assert muse.launch.detect == ("muse",) and muse.launch.command == "muse"  # patterns are not launchable
-    assert cat.entry("plain").display_name == "plain" and cat.entry("plain").order is None
+    assert muse.launch.detect == ("muse",)
+    assert muse.launch.command == "muse"
+    assert cat.entry("plain").display_name == "plain"
+    assert cat.entry("plain").order is None
     assert [e.id for e in cat.entries()] == ["claude", "gemini", "muse", "plain"]
 
 
@@ -168,12 +175,18 @@ attention = "warning"
     cat = load_catalog(user, bundled_dir=bundled)
     assert cat.failures == []
     g = cat.entry("gemini")
-    assert g.source == "user" and g.file == str(user / "my-gemini.toml")
-    assert g.display_name == "Gemini CLI" and g.order == 60 and g.homepage == "https://example.org/gemini"
-    assert g.binaries == ("gemini", "gem") and g.launch.detect == ("gemini", "gem")  # derived after merging
-    assert g.launch.args == ("--sandbox",) and g.launch.bypass_args == ("--yolo",)
+    assert g.source == "user"
+    assert g.file == str(user / "my-gemini.toml")
+    assert g.display_name == "Gemini CLI"
+    assert g.order == 60
+    assert g.homepage == "https://example.org/gemini"
+    assert g.binaries == ("gemini", "gem")
+    assert g.launch.detect == ("gemini", "gem")
+    assert g.launch.args == ("--sandbox",)
+    assert g.launch.bypass_args == ("--yolo",)
     assert g.launch.prompt.flag == "--prompt-interactive"
-    assert g.session_key == "conv.id" and g.resume is None
+    assert g.session_key == "conv.id"
+    assert g.resume is None
     # per event: Start kept from bundled, End replaced whole, Extra added
     assert g.lifecycle["Start"].lifecycle == Lifecycle.WORKING
     assert (g.lifecycle["End"].lifecycle, g.lifecycle["End"].attention) == (Lifecycle.IDLE, None)
@@ -224,17 +237,21 @@ def test_duplicate_ids(bundled: Path, user: Path) -> None:
 def test_user_dir_states(bundled: Path, tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     cat = load_catalog(missing, bundled_dir=bundled)
-    assert cat.dir == str(missing) and cat.failures == [] and len(cat.entries()) == 4
+    assert cat.dir == str(missing)
+    assert cat.failures == []
+    assert len(cat.entries()) == 4
     afile = w(tmp_path, "file", "x")
     with pytest.raises(NotADirectoryError):
         load_catalog(afile, bundled_dir=bundled)
     loopdir = tmp_path / "loopdir"
     loopdir.symlink_to(loopdir)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match=re.escape(str(loopdir))) as exc:
         load_catalog(loopdir, bundled_dir=bundled)
+    assert exc.value.errno == errno.ELOOP
     # a missing bundled dir is a failure, never an exception
     cat = load_catalog(None, bundled_dir=tmp_path / "no-bundled")
-    assert cat.entries() == [] and cat.failures == []
+    assert cat.entries() == []
+    assert cat.failures == []
 
 
 def test_only_toml_and_no_dotfiles_in_name_order(user: Path, tmp_path: Path) -> None:
@@ -258,8 +275,10 @@ def test_symlinked_manifest_is_followed(user: Path, tmp_path: Path) -> None:
 
 
 def test_binary_patterns() -> None:
-    assert binary_matches("muse", "muse") and not binary_matches("muse", "muse-cli")
-    assert binary_matches("muse-bin-*", "muse-bin-x86") and binary_matches("muse-bin-*", "muse-bin-")
+    assert binary_matches("muse", "muse")
+    assert not binary_matches("muse", "muse-cli")
+    assert binary_matches("muse-bin-*", "muse-bin-x86")
+    assert binary_matches("muse-bin-*", "muse-bin-")
     assert not binary_matches("muse-bin-*", "muse-bi")
 
 
@@ -268,7 +287,9 @@ def test_detect_order(bundled: Path, user: Path) -> None:
     assert cat.detect("gemini").id == "gemini"
     assert cat.detect("/opt/x/muse-bin-arm64").id == "muse"
     assert cat.detect("claude").id == "claude"
-    assert cat.detect("agent") is None and cat.detect("codex") is None and cat.detect("") is None
+    assert cat.detect("agent") is None
+    assert cat.detect("codex") is None
+    assert cat.detect("") is None
     # user generic beats bundled; user specific beats user generic (file order inside a group)
     w(user, "a-generic.toml", '[agent]\nkind = "generic"\nbinaries = ["gemini", "claude"]\n')
     w(user, "b-claude.toml", '[agent]\nkind = "claude"\nbinaries = ["claude", "cl-*"]\n')
@@ -285,7 +306,8 @@ def test_detect_order(bundled: Path, user: Path) -> None:
 def test_detect_uses_merged_binaries(bundled: Path, user: Path) -> None:
     w(user, "gemini.toml", '[agent]\nkind = "generic"\nbinaries = ["gem"]\n')
     cat = load_catalog(user, bundled_dir=bundled)
-    assert cat.detect("gem").id == "gemini" and cat.detect("gemini") is None
+    assert cat.detect("gem").id == "gemini"
+    assert cat.detect("gemini") is None
 
 
 # --------------------------------------------------------------------------- rules_for (§5.4)
@@ -322,7 +344,8 @@ def test_user_rules_replace_bundled_for_the_panes_they_apply_to(bundled: Path, u
     w(user, "other.toml", '[agent]\nkind = "claude"\n')  # no rules: does not count
     cat = load_catalog(user, bundled_dir=bundled)
     source, got = cat.rules_for("claude", "claude")
-    assert source == "user" and [(r.id, r.source, r.file) for r in got] == [("u1", "user", "my-claude.toml")]
+    assert source == "user"
+    assert [(r.id, r.source, r.file) for r in got] == [("u1", "user", "my-claude.toml")]
     assert ids(cat.rules_for("pi", "pi")) == ("user", ["p1"])
     # generic panes: the user gemini rules only for gemini; muse keeps the bundled set
     w(user, "gemini.toml", '[agent]\nkind = "generic"\n' + rules(("ug", "blocked")))
@@ -349,7 +372,8 @@ def test_listing_shape(bundled: Path, user: Path) -> None:
     w(user, "bad.toml", "[agent\n")
     cat = load_catalog(user, bundled_dir=bundled)
     out = cat.listing()
-    assert set(out) == {"dir", "manifests", "failures"} and out["dir"] == str(user)
+    assert set(out) == {"dir", "manifests", "failures"}
+    assert out["dir"] == str(user)
     by_id = {m["id"]: m for m in out["manifests"]}
     assert by_id["gemini"] == {
         "file": str(user / "gemini.toml"),
@@ -361,9 +385,11 @@ def test_listing_shape(bundled: Path, user: Path) -> None:
         "screen_rules": 3,
         "hook_overrides": ["End", "Start", "Zed"],
     }
-    assert by_id["claude"]["source"] == "bundled" and by_id["claude"]["screen_rules"] == 2
+    assert by_id["claude"]["source"] == "bundled"
+    assert by_id["claude"]["screen_rules"] == 2
     assert [m["id"] for m in out["manifests"]] == ["claude", "gemini", "muse", "plain"]
-    assert len(out["failures"]) == 1 and out["failures"][0]["file"] == str(user / "bad.toml")
+    assert len(out["failures"]) == 1
+    assert out["failures"][0]["file"] == str(user / "bad.toml")
     assert out["failures"][0]["error"].startswith("TOML syntax:")
     assert Catalog.empty().listing() == {"dir": None, "manifests": [], "failures": []}
 
@@ -407,9 +433,11 @@ def test_resolve_builtin_and_unknown(bundled: Path) -> None:
     cat = load_catalog(None, bundled_dir=bundled)
     assert resolve_adapter(None, "codex") is ADAPTERS["codex"]
     assert resolve_adapter(cat, "codex") is ADAPTERS["codex"]  # no entry with id codex here
-    assert resolve_adapter(cat, "nope") is None and resolve_adapter(cat, "none") is None
+    assert resolve_adapter(cat, "nope") is None
+    assert resolve_adapter(cat, "none") is None
     claude = resolve_adapter(cat, "claude")  # overlaid by the entry whose id is the kind
-    assert isinstance(claude, OverlayAdapter) and claude.kind == "claude"
+    assert isinstance(claude, OverlayAdapter)
+    assert claude.kind == "claude"
     assert claude.resume_template() == ["claude", "--resume", "{id}"]
     assert claude.classify("Stop", {}).lifecycle == Lifecycle.DONE  # builtin behaviour kept
 
@@ -418,7 +446,9 @@ def test_resolve_catalog_id_generic_mapping(bundled: Path, user: Path) -> None:
     w(user, "tern.toml", TERN)
     cat = load_catalog(user, bundled_dir=bundled)
     a = resolve_adapter(cat, "tern")
-    assert a is not None and a.kind == "generic" and a.display_name == "Tern"
+    assert a is not None
+    assert a.kind == "generic"
+    assert a.display_name == "Tern"
     c = a.classify("TurnStarted", {})
     assert (c.lifecycle, c.attention, c.recognized) == (Lifecycle.WORKING, Attention.NONE, True)
     c = a.classify("NeedsApproval", {})
@@ -427,10 +457,12 @@ def test_resolve_catalog_id_generic_mapping(bundled: Path, user: Path) -> None:
     assert a.session_id({"conversation": {"id": "T1"}}) == "T1"
     assert a.session_id({"session_id": "S"}) == "S"  # falls back to the builtin fields
     assert a.resume_template() == ["tern", "chat", "--resume", "{id}"]
-    assert "tern" in a.builtin_names and "tern-bin-*" not in a.builtin_names
+    assert "tern" in a.builtin_names
+    assert "tern-bin-*" not in a.builtin_names
     # the bundled gemini entry (generic) maps its own events
     g = resolve_adapter(cat, "gemini")
-    assert g.classify("End", {}).attention == Attention.UNREAD and g.resume_template() is None
+    assert g.classify("End", {}).attention == Attention.UNREAD
+    assert g.resume_template() is None
 
 
 def test_resolve_kind_uses_first_user_manifest_with_hook_content(bundled: Path, user: Path) -> None:
@@ -457,10 +489,12 @@ def test_real_bundled_catalog_resolves_builtin_kinds() -> None:
     cat = load_catalog(None, bundled_dir=BUNDLED_DIR)
     for kind in ("claude", "codex", "opencode", "cursor", "pi", "generic"):
         a = resolve_adapter(cat, kind)
-        assert a is not None and a.kind == kind
+        assert a is not None
+        assert a.kind == kind
     for e in cat.entries():
         a = resolve_adapter(cat, e.id)
-        assert a is not None and a.kind == e.kind
+        assert a is not None
+        assert a.kind == e.kind
 
 
 
@@ -504,7 +538,8 @@ def test_detect_memo_is_bounded(bundled: Path) -> None:
     for i in range(DETECT_MEMO_SIZE * 2 + 10):
         assert cat.detect(f"prog{i}") is None
         assert len(cat._detect_memo) <= DETECT_MEMO_SIZE
-    assert cat.detect("muse-bin-x").id == "muse" and cat.detect("gemini").id == "gemini"
+    assert cat.detect("muse-bin-x").id == "muse"
+    assert cat.detect("gemini").id == "gemini"
 
 
 def test_detect_stays_fast_with_many_entries(bundled: Path, user: Path) -> None:
@@ -520,7 +555,8 @@ def test_detect_stays_fast_with_many_entries(bundled: Path, user: Path) -> None:
             cat.detect(f"t{i}-5")
             cat.detect(f"sleep{i}")
     assert time.monotonic() - t0 < 0.5
-    assert cat.detect("t399-62").id == "u399" and cat.detect("p7-zzz").id == "u007"
+    assert cat.detect("t399-62").id == "u399"
+    assert cat.detect("p7-zzz").id == "u007"
 
 
 # --------------------------------------------------------------------------- reload in a real daemon

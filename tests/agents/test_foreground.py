@@ -92,5 +92,6 @@ def test_foreground_name_unwraps_runtimes():
     assert foreground_name(["node", "/usr/lib/node_modules/.bin/gemini", "--yolo"]) == "gemini"
     assert foreground_name(["-bash"]) == "bash"
     assert foreground_name(["claude", "-c", "x"]) == "claude"  # exec -a claude python3 -c …
-    assert foreground_name([]) is None and foreground_name(None) is None
+    assert foreground_name([]) is None
+    assert foreground_name(None) is None
     assert foreground_name([""]) is None

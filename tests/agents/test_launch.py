@@ -170,7 +170,9 @@ def test_missing_requires_make_it_not_installed_but_command_is_reported(tmp_path
     exe(d, "tern")
     e = entry(requires=("node", "git"))
     got = launch.installed(e, str(d))
-    assert not got.installed and got.command == "tern" and got.path == str(d / "tern")
+    assert not got.installed
+    assert got.command == "tern"
+    assert got.path == str(d / "tern")
     assert got.missing_requires == ["node", "git"]
     exe(d, "git")
     assert launch.installed(e, str(d)).missing_requires == ["node"]
@@ -232,19 +234,23 @@ def test_argv_mode_with_separator_keeps_prompt_one_element():
 def test_argv_mode_without_separator_refuses_option_like_prompt():
     with pytest.raises(SignalttyError) as exc:
         launch.build_argv(entry(), EXE, prompt="--help", bypass=None, continue_=None)
-    assert exc.value.code == "BAD_PARAMS" and exc.value.details == {"field": "prompt"}
+    assert exc.value.code == "BAD_PARAMS"
+    assert exc.value.details == {"field": "prompt"}
 
 
 def test_flag_mode():
     e = entry(mode="flag", flag="--prompt")
     plan = launch.build_argv(e, EXE, prompt="fix it\nplease", bypass=None, continue_=None)
-    assert plan.argv == [EXE, "--prompt", "fix it\nplease"] and plan.paste is None
+    assert plan.argv == [EXE, "--prompt", "fix it\nplease"]
+    assert plan.paste is None
 
 
 def test_after_start_mode_has_no_argv_part():
     e = entry(mode="after-start", delay_ms=1500)
     plan = launch.build_argv(e, EXE, prompt="hello", bypass=None, continue_=None)
-    assert plan.argv == [EXE] and plan.paste == "hello" and plan.delay_ms == 1500
+    assert plan.argv == [EXE]
+    assert plan.paste == "hello"
+    assert plan.delay_ms == 1500
     assert launch.paste_bytes("héllo") == "\x1b[200~héllo\x1b[201~".encode()
 
 
@@ -261,7 +267,8 @@ def test_after_start_prompt_may_not_carry_paste_markers():
 def test_no_prompt_no_prompt_part():
     for mode, flag in (("argv", None), ("flag", "-i"), ("after-start", None)):
         plan = launch.build_argv(entry(mode=mode, flag=flag), EXE, prompt=None, bypass=None, continue_=None)
-        assert plan.argv == [EXE] and plan.paste is None
+        assert plan.argv == [EXE]
+        assert plan.paste is None
 
 
 def test_full_order_args_bypass_continue_prompt():
@@ -275,9 +282,12 @@ def test_full_order_args_bypass_continue_prompt():
     )
     plan = launch.build_argv(e, EXE, prompt="go", bypass=True, continue_=True)
     assert plan.argv == [EXE, "chat", "--auto-approve", "--continue", "--ask", "go"]
-    assert plan.env_add == {"TERN_APPROVAL": "auto"} and plan.launch_prefix == ["--auto-approve"]
+    assert plan.env_add == {"TERN_APPROVAL": "auto"}
+    assert plan.launch_prefix == ["--auto-approve"]
     off = launch.build_argv(e, EXE, prompt="go", bypass=False, continue_=False)
-    assert off.argv == [EXE, "chat", "--ask", "go"] and off.env_add == {} and off.launch_prefix == []
+    assert off.argv == [EXE, "chat", "--ask", "go"]
+    assert off.env_add == {}
+    assert off.launch_prefix == []
 
 
 def test_multi_word_bypass_args_stay_separate_elements():
@@ -290,7 +300,9 @@ def test_multi_word_bypass_args_stay_separate_elements():
 def test_env_only_bypass_has_empty_launch_prefix():
     e = entry(id="goose", bypass_env={"GOOSE_MODE": "auto"})
     plan = launch.build_argv(e, EXE, prompt=None, bypass=True, continue_=None)
-    assert plan.argv == [EXE] and plan.env_add == {"GOOSE_MODE": "auto"} and plan.launch_prefix == []
+    assert plan.argv == [EXE]
+    assert plan.env_add == {"GOOSE_MODE": "auto"}
+    assert plan.launch_prefix == []
 
 
 @pytest.mark.parametrize("key", ["PATH", "SIGNALTTY_PANE", "A=B", ""])
@@ -311,32 +323,36 @@ def test_bypass_default_follows_config_only_for_three_ids():
     other = entry(id="gemini", bypass_args=flags)
     assert launch.build_argv(other, EXE, prompt=None, bypass=None, continue_=None, automatic_permissions=True).argv == [EXE]
     assert launch.build_argv(other, EXE, prompt=None, bypass=True, continue_=None).argv == [EXE, "--yolo"]
-    assert launch.default_bypass("claude", True) and not launch.default_bypass("gemini", True)
+    assert launch.default_bypass("claude", True)
+    assert not launch.default_bypass("gemini", True)
 
 
 def test_default_bypass_on_entry_without_bypass_is_silently_off():
     e = entry(id="claude")  # e.g. a user override that removed the flags
     plan = launch.build_argv(e, EXE, prompt=None, bypass=None, continue_=None, automatic_permissions=True)
-    assert plan.argv == [EXE] and plan.launch_prefix == []
+    assert plan.argv == [EXE]
+    assert plan.launch_prefix == []
 
 
 def test_explicit_bypass_on_entry_without_bypass_is_an_error():
     with pytest.raises(SignalttyError) as exc:
         launch.build_argv(entry(id="pi"), EXE, prompt=None, bypass=True, continue_=None)
-    assert exc.value.code == "BAD_PARAMS" and "no bypass" in exc.value.message
+    assert exc.value.code == "BAD_PARAMS"
+    assert "no bypass" in exc.value.message
     assert exc.value.details == {"field": "bypass"}
 
 
 def test_continue_without_continue_args_is_an_error():
     with pytest.raises(SignalttyError) as exc:
         launch.build_argv(entry(), EXE, prompt=None, bypass=None, continue_=True)
-    assert exc.value.code == "BAD_PARAMS" and exc.value.details == {"field": "continue"}
+    assert exc.value.code == "BAD_PARAMS"
+    assert exc.value.details == {"field": "continue"}
     codex = entry(id="codex", continue_args=("resume", "--last"))
     assert launch.build_argv(codex, EXE, prompt=None, bypass=None, continue_=True).argv == [EXE, "resume", "--last"]
 
 
 @pytest.mark.parametrize(
-    "prompt,ok",
+    ("prompt", "ok"),
     [
         ("x", True),
         ("", False),
@@ -354,7 +370,8 @@ def test_prompt_limits(prompt, ok):
         else:
             with pytest.raises(SignalttyError) as exc:
                 launch.build_argv(e, EXE, prompt=prompt, bypass=None, continue_=None)
-            assert exc.value.code == "BAD_PARAMS" and exc.value.details == {"field": "prompt"}
+            assert exc.value.code == "BAD_PARAMS"
+            assert exc.value.details == {"field": "prompt"}
 
 
 # ---------------------------------------------------------------- agents.catalog rows
@@ -369,8 +386,12 @@ def test_catalog_row_shape_and_flags(tmp_path):
         "missing_requires", "homepage", "install_url", "prompt_mode", "can_continue",
         "can_resume", "can_bypass", "integration",
     ]
-    assert row["installed"] and row["path"] == str(tmp_path / "tern") and row["prompt_mode"] == "flag"
-    assert row["can_continue"] and row["can_bypass"] and not row["can_resume"]
+    assert row["installed"]
+    assert row["path"] == str(tmp_path / "tern")
+    assert row["prompt_mode"] == "flag"
+    assert row["can_continue"]
+    assert row["can_bypass"]
+    assert not row["can_resume"]
     assert row["integration"] == "none"
 
 
@@ -395,7 +416,9 @@ def test_catalog_rows_ordered_by_order_then_id(tmp_path):
 
 def test_catalog_row_command_when_not_installed():
     row = launch.catalog_row(entry(detect=("tern", "tern-cli")), launch.Installed(False, None, None, []))
-    assert row["command"] == "tern" and row["path"] is None and not row["installed"]
+    assert row["command"] == "tern"
+    assert row["path"] is None
+    assert not row["installed"]
     nothing = entry(detect=())
     nothing.launch.command = ""  # an entry that names no program (catalog LaunchSpec)
     assert launch.catalog_row(nothing, launch.Installed(False, None, None, []))["command"] is None
@@ -405,7 +428,7 @@ def test_catalog_row_command_when_not_installed():
 
 
 @pytest.mark.parametrize(
-    "agent_id,bypass,expected",
+    ("agent_id", "bypass", "expected"),
     [
         # agents.md §4.6, one row each: [detect name, *args, *bypass, prompt part]
         ("claude", True, ["claude", "--dangerously-skip-permissions", "P"]),
@@ -447,7 +470,8 @@ def test_bundled_entries_launch_as_specified(tmp_path, agent_id, bypass, expecte
     assert e is not None, agent_id
     exe(tmp_path, expected[0])
     found = launch.installed(e, str(tmp_path))
-    assert found.installed and found.command == expected[0]
+    assert found.installed
+    assert found.command == expected[0]
     plan = launch.build_argv(e, found.path, prompt="P", bypass=bypass, continue_=None)
     assert plan.argv == [str(tmp_path / expected[0]), *expected[1:]]
     assert (plan.paste == "P") == (e.launch.prompt.mode == "after-start")

@@ -166,8 +166,11 @@ def test_minimal_manifest_defaults(tmp_path: Path) -> None:
     m = load_manifest(write(tmp_path, "my-tool.toml", AGENT), "user")
     assert m.id == "my-tool"  # file stem
     assert m.raw == {"agent": {"kind": "generic"}}
-    assert m.lifecycle == {} and m.title_rules is None and m.screen_rules is None
-    assert not m.has_hook_content and not m.has_rules
+    assert m.lifecycle == {}
+    assert m.title_rules is None
+    assert m.screen_rules is None
+    assert not m.has_hook_content
+    assert not m.has_rules
 
 
 def test_schema_key(tmp_path: Path) -> None:
@@ -180,7 +183,7 @@ def test_schema_key(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "body, needle",
+    ("body", "needle"),
     [
         ('id = "Tern"', "[agent] id: 'Tern' must match"),
         ('id = "-tern"', "[agent] id:"),
@@ -219,7 +222,7 @@ def test_display_name(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "binaries, needle",
+    ("binaries", "needle"),
     [
         ('["a", ""]', "must not be empty"),
         ('["/usr/bin/a"]', "bare name"),
@@ -231,7 +234,8 @@ def test_display_name(tmp_path: Path) -> None:
 )
 def test_bad_binaries(tmp_path: Path, binaries: str, needle: str) -> None:
     e = err(tmp_path, AGENT + f"binaries = {binaries}\n")
-    assert e.startswith("[agent] binaries") and needle in e
+    assert e.startswith("[agent] binaries")
+    assert needle in e
 
 
 def test_order_and_urls(tmp_path: Path) -> None:
@@ -249,7 +253,8 @@ def test_order_and_urls(tmp_path: Path) -> None:
 def test_unknown_keys_ignored(tmp_path: Path) -> None:
     text = 'color = "red"\n[agent]\nkind = "generic"\nfavourite = 3\n[launch]\nshell = "x"\n[[screen]]\nid = "a"\nstate = "idle"\nregex = [""]\nnote = "n"\n'
     m = load_manifest(write(tmp_path, "u.toml", text), "user")
-    assert "favourite" not in m.raw["agent"] and m.raw["launch"] == {}
+    assert "favourite" not in m.raw["agent"]
+    assert m.raw["launch"] == {}
     assert len(m.screen_rules) == 1
 
 
@@ -259,12 +264,14 @@ def test_unknown_keys_ignored(tmp_path: Path) -> None:
 def test_launch_fields(tmp_path: Path) -> None:
     m = load_manifest(write(tmp_path, "tern.toml", TERN), "user")
     launch = m.raw["launch"]
-    assert launch["detect"] == ["tern", "tern-cli"] and launch["requires"] == ["node"]
-    assert launch["bypass_env"] == {"TERN_APPROVAL": "auto"} and launch["continue_args"] == ["--continue"]
+    assert launch["detect"] == ["tern", "tern-cli"]
+    assert launch["requires"] == ["node"]
+    assert launch["bypass_env"] == {"TERN_APPROVAL": "auto"}
+    assert launch["continue_args"] == ["--continue"]
 
 
 @pytest.mark.parametrize(
-    "launch, needle",
+    ("launch", "needle"),
     [
         ('command = "/usr/bin/tern"', "[launch] command: '/usr/bin/tern' must be a bare name"),
         ('args = "chat --tui"', "[launch] args: expected an array of strings, got a string"),
@@ -305,7 +312,8 @@ def test_session_rules(tmp_path: Path) -> None:
     ok = AGENT + '[session]\nkey = "a.b"\nresume = ["t", "--session={session_id}"]\ncreate = ["t", "--new", "{id}"]\n'
     ok += '[session.discover]\nroot = "~/.t"\nformat = "jsonl"\nid = "sid"\ncwd = "cwd"\n'
     m = load_manifest(write(tmp_path, "s.toml", ok), "user")
-    assert m.raw["session"]["key"] == "a.b" and m.has_hook_content
+    assert m.raw["session"]["key"] == "a.b"
+    assert m.has_hook_content
     assert m.raw["session"]["discover"].format == "jsonl"
     assert "[session] resume: resume must contain {id}" in err(tmp_path, AGENT + '[session]\nresume = ["t", "--last"]\n')
     assert "[session] resume: expected an array" in err(tmp_path, AGENT + '[session]\nresume = "t --resume {id}"\n')
@@ -374,7 +382,7 @@ def test_screen_defaults(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "fields, expected",
+    ("fields", "expected"),
     [
         ({"id": '"busy"', "state": '"working"', "region": '"bottm"', "regex": "['x']"}, "[[screen]] 'busy': unknown region 'bottm'"),
         ({"id": '"busy"', "state": '"busy"', "regex": "['x']"}, "[[screen]] 'busy': unknown state 'busy'"),
@@ -536,13 +544,21 @@ def test_bundled_entries_without_rules_match_table(entry_id: str) -> None:
     """agents.md §4.6, the 14 rows without screen rules."""
     display, binaries, detect, args, (mode, flag), bypass, env, home, order = MINE[entry_id]
     e = load_catalog(None).entry(entry_id)
-    assert e is not None and e.source == "bundled" and e.kind == "generic"
+    assert e is not None
+    assert e.source == "bundled"
+    assert e.kind == "generic"
     assert (e.display_name, list(e.binaries), list(e.launch.detect), e.launch.command) == (display, binaries, detect, detect[0])
-    assert list(e.launch.args) == args and (e.launch.prompt.mode, e.launch.prompt.flag) == (mode, flag)
-    assert e.launch.prompt.delay_ms == 3000 and e.launch.prompt.separator is None
-    assert list(e.launch.bypass_args) == bypass and e.launch.bypass_env == env
+    assert list(e.launch.args) == args
+    assert (e.launch.prompt.mode, e.launch.prompt.flag) == (mode, flag)
+    assert e.launch.prompt.delay_ms == 3000
+    assert e.launch.prompt.separator is None
+    assert list(e.launch.bypass_args) == bypass
+    assert e.launch.bypass_env == env
     assert (e.homepage, e.order, e.install_url) == (home, order, None)
-    assert e.launch.continue_args == () and e.resume is None and e.rules == () and e.lifecycle == {}
+    assert e.launch.continue_args == ()
+    assert e.resume is None
+    assert e.rules == ()
+    assert e.lifecycle == {}
 
 
 # --------------------------------------------------------------------------- size and content limits
@@ -564,7 +580,7 @@ def test_counted_repeat_bomb_is_refused_at_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "pattern, needle",
+    ("pattern", "needle"),
     [
         ("a{1001}", "counted repeat {1001} too large (max 1000)"),
         ("a{0,1000000}", "counted repeat {0,1000000} too large"),
@@ -581,7 +597,8 @@ def test_counted_repeat_bomb_is_refused_at_once(tmp_path: Path) -> None:
 def test_pattern_cost_limits(pattern: str, needle: str) -> None:
     with pytest.raises(PatternError) as ei:
         compile_pattern(pattern)
-    assert needle in str(ei.value) and str(ei.value).startswith("bad pattern ")
+    assert needle in str(ei.value)
+    assert str(ei.value).startswith("bad pattern ")
 
 
 @pytest.mark.parametrize(
@@ -603,7 +620,8 @@ def test_patterns_within_limits_compile(pattern: str) -> None:
 
 def test_long_pattern_error_is_shortened(tmp_path: Path) -> None:
     e = err(tmp_path, rule(id='"a"', state='"idle"', regex=f"['{'y' * 3000}']"))
-    assert len(e) < 300 and "too long (3000 characters" in e
+    assert len(e) < 300
+    assert "too long (3000 characters" in e
 
 
 def test_screen_rule_count_cap(tmp_path: Path) -> None:
@@ -627,7 +645,8 @@ def test_huge_pattern_list_fails_fast(tmp_path: Path) -> None:
     t0 = time.monotonic()
     e = err(tmp_path, rule(id='"a"', state='"idle"', regex=_names(40000, "q")))
     # the per-file total is counted before any table is validated or compiled
-    assert time.monotonic() - t0 < 2.0 and "too many patterns (40000, max 1000 per file)" in e
+    assert time.monotonic() - t0 < 2.0
+    assert "too many patterns (40000, max 1000 per file)" in e
 
 
 def test_title_status_list_cap(tmp_path: Path) -> None:
@@ -650,7 +669,7 @@ def test_patterns_per_file_cap(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "body, table",
+    ("body", "table"),
     [
         ("binaries = {}", "[agent] binaries"),
         ("[launch]\ndetect = {}", "[launch] detect"),
@@ -672,11 +691,12 @@ def test_array_caps(tmp_path: Path, body: str, table: str) -> None:
 def test_huge_binaries_list_fails_fast(tmp_path: Path) -> None:
     t0 = time.monotonic()
     e = err(tmp_path, AGENT + f"binaries = {_names(80000, 'tool')}\n")
-    assert time.monotonic() - t0 < 2.0 and e == "[agent] binaries: too many entries (80000, max 64)"
+    assert time.monotonic() - t0 < 2.0
+    assert e == "[agent] binaries: too many entries (80000, max 64)"
 
 
 @pytest.mark.parametrize(
-    "body, table",
+    ("body", "table"),
     [
         ('[launch]\nargs = ["{}"]', "[launch] args.0"),
         ('[launch]\nbypass_env = {{ A = "{}" }}', "[launch] bypass_env.A"),
@@ -687,7 +707,8 @@ def test_huge_binaries_list_fails_fast(tmp_path: Path) -> None:
 )
 def test_string_length_cap(tmp_path: Path, body: str, table: str) -> None:
     e = err(tmp_path, AGENT + body.format("s" * (MAX_STRING + 1)) + "\n")
-    assert e.startswith(f"{table}:") and "at most" in e
+    assert e.startswith(f"{table}:")
+    assert "at most" in e
 
 
 def test_string_at_the_cap_is_fine(tmp_path: Path) -> None:
@@ -701,7 +722,8 @@ def test_bypass_env_caps(tmp_path: Path) -> None:
         f"[launch] bypass_env: too many entries ({MAX_ENV_VARS + 1}, max {MAX_ENV_VARS})"
     )
     e = err(tmp_path, AGENT + f"[launch]\nbypass_env = {{ {'N' * 5000} = 'x' }}\n")
-    assert len(e) < 200 and f"variable name too long (5000 characters, max {MAX_ENV_NAME})" in e
+    assert len(e) < 200
+    assert f"variable name too long (5000 characters, max {MAX_ENV_NAME})" in e
 
 
 def test_lifecycle_event_cap(tmp_path: Path) -> None:
@@ -712,7 +734,7 @@ def test_lifecycle_event_cap(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "body, needle",
+    ("body", "needle"),
     [
         ('binaries = ["."]', "[agent] binaries: '.' is not a program name"),
         ('binaries = [".."]', "[agent] binaries: '..' is not a program name"),
@@ -742,7 +764,8 @@ def test_dotted_names_that_are_not_dot_dirs_are_fine(tmp_path: Path) -> None:
 )
 def test_display_name_controls_and_bidi_rejected(tmp_path: Path, name: str) -> None:
     e = err(tmp_path, AGENT + f'display_name = "{name}"\n')
-    assert e.startswith("[agent] display_name:") and "contains a control character, escape or bidi override" in e
+    assert e.startswith("[agent] display_name:")
+    assert "contains a control character, escape or bidi override" in e
 
 
 def test_display_name_unicode_is_fine(tmp_path: Path) -> None:
@@ -751,7 +774,7 @@ def test_display_name_unicode_is_fine(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "env, needle",
+    ("env", "needle"),
     [
         ('{ PATH = "/tmp" }', "'PATH' is reserved"),
         ('{ SIGNALTTY_PANE_ID = "x" }', "'SIGNALTTY_PANE_ID' is reserved"),
@@ -767,7 +790,8 @@ def test_display_name_unicode_is_fine(tmp_path: Path) -> None:
 )
 def test_bad_bypass_env(tmp_path: Path, env: str, needle: str) -> None:
     e = err(tmp_path, AGENT + f"[launch]\nbypass_env = {env}\n")
-    assert e.startswith("[launch] bypass_env") and needle in e
+    assert e.startswith("[launch] bypass_env")
+    assert needle in e
 
 
 def test_good_bypass_env_names(tmp_path: Path) -> None:

@@ -136,4 +136,5 @@ def test_idle_prompts_give_recovery_evidence() -> None:
     prompt after a turn; every captured agent has one."""
     for name, (state, rule_id) in EXPECTED.items():
         if "_idle_after_" in name:
-            assert state == "idle" and rule_id != "idle_fallback", name
+            assert state == "idle", name
+            assert rule_id != "idle_fallback", name

@@ -51,7 +51,8 @@ def _install(env: dict[str, str], shell: str) -> Path:
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     path = Path(r.stdout.strip().removeprefix("wrote "))
-    assert path.is_file() and path.is_relative_to(Path(env["HOME"])), path
+    assert path.is_file(), path
+    assert path.is_relative_to(Path(env["HOME"])), path
     return path
 
 
@@ -68,7 +69,7 @@ def test_bash(home):
     r = subprocess.run([bash, "--norc", "--noprofile", "-c", probe], env=home, capture_output=True,
                        text=True, timeout=60)
     got = {w.strip() for w in r.stdout.split()}
-    assert PANE_ACTIONS <= got, (r.stdout, r.stderr)
+    assert got >= PANE_ACTIONS, (r.stdout, r.stderr)
 
 
 def test_fish(home):
@@ -151,20 +152,24 @@ def test_bash_install_explains_bash_completion_and_source_line(home):
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     target = r.stdout.strip().removeprefix("wrote ")
-    assert "bash-completion package" in r.stderr and f"source {target}" in r.stderr, r.stderr
+    assert "bash-completion package" in r.stderr, r.stderr
+    assert f"source {target}" in r.stderr, r.stderr
 
 
 def test_bash_completes_keys_agents_and_nothing_without_a_daemon(home):
     bash = _shell("bash")
     script = _install(home, "bash")
     got, err = _bash_complete(bash, home, script, "signaltty pane input --keys E")
-    assert {"Enter", "Escape", "End"} <= got and "Up" not in got, (got, err)
+    assert {"Enter", "Escape", "End"} <= got, (got, err)
+    assert "Up" not in got, (got, err)
     got, err = _bash_complete(bash, home, script, "signaltty new --agent cl")
-    assert {"claude", "cline"} <= got and "codex" not in got, (got, err)  # bundled names
+    assert {"claude", "cline"} <= got, (got, err)  # bundled names
+    assert "codex" not in got, (got, err)
     # no daemon: pane ids complete to nothing, quietly and at once
     start = time.monotonic()
     got, err = _bash_complete(bash, home, script, "signaltty pane attach pane_")
-    assert got == set() and err == "", (got, err)
+    assert got == set(), (got, err)
+    assert err == "", (got, err)
     assert time.monotonic() - start < 20  # generous: a loaded CI machine; never a hang
 
 

@@ -23,7 +23,8 @@ def test_hook_event_loads_nothing_heavy_during_a_real_call(daemon):
     )
     r = subprocess.run([sys.executable, "-I", "-c", code], env=daemon.env, capture_output=True, text=True, timeout=30)
     report = json.loads(r.stderr.strip().splitlines()[-1])
-    assert report["rc"] == 0 and r.stdout == ""
+    assert report["rc"] == 0
+    assert r.stdout == ""
     loaded = {m.split(".")[0] for m in report["mods"]}
     assert not loaded & set(HEAVY), loaded & set(HEAVY)
     assert not any(m.startswith(("signaltty.server", "signaltty.agents", "signaltty.cli.main")) for m in report["mods"])
@@ -35,11 +36,16 @@ def test_json_prints_result_and_report_session(daemon):
     pane = daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sleep", "60"]})["pane"]
     r = daemon.cli("hook-event", "--agent", "codex", "--event", "Stop", "--pane", pane["id"], "--json")
     out = json.loads(r.stdout)
-    assert r.returncode == 0 and out["accepted"] is True and out["lifecycle"] == "done"
+    assert r.returncode == 0
+    assert out["accepted"] is True
+    assert out["lifecycle"] == "done"
     r = daemon.cli("hook-event", "--agent", "codex", "--event", "SubagentStop", "--pane", pane["id"])
-    assert r.returncode == 0 and r.stdout == "" and r.stderr.strip() == "dropped codex:SubagentStop (unrecognized_hook)"
+    assert r.returncode == 0
+    assert r.stdout == ""
+    assert r.stderr.strip() == "dropped codex:SubagentStop (unrecognized_hook)"
     r = daemon.cli("report-session", "--pane", pane["id"], "--session", "T1")
-    assert r.returncode == 0 and r.stdout == ""
+    assert r.returncode == 0
+    assert r.stdout == ""
     assert daemon.call("pane.get", {"pane_id": pane["id"]})["pane"]["agent"]["agent_session_id"] == "T1"
     for bad in (["--session"], ["--bogus"], []):
         r = daemon.cli("report-session", "--pane", pane["id"], *bad)

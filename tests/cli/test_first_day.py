@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -59,7 +58,9 @@ def test_shutdown_with_subscribers_is_clean(tmp_root: Path, how: str):
         d.kill_leftovers()
     log = _daemon_log(d)
     assert "shutdown.complete" in log, log
-    assert "Traceback" not in log and "CancelledError" not in log and "[error]" not in log, log
+    assert "Traceback" not in log, log
+    assert "CancelledError" not in log, log
+    assert "[error]" not in log, log
 
 
 def jcli(d: DaemonProc, *args: str) -> dict:
@@ -79,8 +80,10 @@ def test_attach_without_a_terminal_is_refused_like_tmux(daemon):
         r = subprocess.run([PY, "-m", "signaltty", *args], env=daemon.env, stdin=subprocess.DEVNULL,
                            capture_output=True, timeout=30, cwd=str(daemon.root))
         assert r.returncode == 1, r
-        assert b"not a terminal" in r.stderr and r.stderr.count(b"\n") == 1, r.stderr
-        assert r.stdout == b"" and b"\x1b" not in r.stderr, r
+        assert b"not a terminal" in r.stderr, r.stderr
+        assert r.stderr.count(b"\n") == 1, r.stderr
+        assert r.stdout == b"", r
+        assert b"\x1b" not in r.stderr, r
     # the refused `new --attach` created no workspace
     assert daemon.call("workspace.list")["workspaces"] == before
     assert daemon.call("pane.get", {"pane_id": pid})["pane"]["live"] == {"state": "live"}
@@ -98,10 +101,13 @@ def test_missing_socket_reads_as_no_daemon(tmp_root: Path):
                            capture_output=True, text=True, timeout=30)
         assert r.returncode == 1
         assert r.stderr.startswith(f"signaltty: cannot connect to {sock}: No such file"), r.stderr
-        assert "not your signaltty daemon" not in r.stderr and "mode" not in r.stderr, r.stderr
+        assert "not your signaltty daemon" not in r.stderr, r.stderr
+        assert "mode" not in r.stderr, r.stderr
         r = subprocess.run([PY, "-m", "signaltty", "--socket", sock, "status", "--format", "tmux"], env=env,
                            capture_output=True, text=True, timeout=30)
-        assert r.returncode == 0 and "off" in r.stdout and r.stderr == "", r
+        assert r.returncode == 0, r
+        assert "off" in r.stdout, r
+        assert r.stderr == "", r
         r = subprocess.run([PY, "-m", "signaltty", "--json", "--socket", sock, "status"], env=env,
                            capture_output=True, text=True, timeout=30)
         assert json.loads(r.stderr)["error"]["code"] == "NO_DAEMON", r.stderr
@@ -118,13 +124,16 @@ def test_missing_socket_reads_as_no_daemon(tmp_root: Path):
 def test_json_usage_errors_are_json(argv, tmp_root: Path):
     env = {**os.environ, "SIGNALTTY_SOCKET": str(tmp_root / "none.sock")}
     r = subprocess.run([PY, "-m", "signaltty", *argv], env=env, capture_output=True, text=True, timeout=30)
-    assert r.returncode == 2 and r.stdout == ""
+    assert r.returncode == 2
+    assert r.stdout == ""
     err = json.loads(r.stderr)
-    assert err["error"]["code"] == "USAGE" and err["error"]["message"].startswith("signaltty"), err
+    assert err["error"]["code"] == "USAGE", err
+    assert err["error"]["message"].startswith("signaltty"), err
     # without --json: argparse's usage text, as before
     plain = [a for a in argv if a != "--json"]
     r = subprocess.run([PY, "-m", "signaltty", *plain], env=env, capture_output=True, text=True, timeout=30)
-    assert r.returncode == 2 and r.stderr.startswith("usage: "), r.stderr
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("usage: "), r.stderr
 
 
 # ---------------------------------------------------------------- --keys and a trailing id
@@ -141,7 +150,8 @@ def test_keys_do_not_swallow_a_trailing_pane_id(daemon):
     assert r.returncode == 0, r.stderr
     # no id anywhere: a usage error that shows the right order, nothing typed
     r = daemon.cli("pane", "input", "--keys", "Enter")
-    assert r.returncode == 2 and "pane input ID --keys" in r.stderr, r.stderr
+    assert r.returncode == 2, r.stderr
+    assert "pane input ID --keys" in r.stderr, r.stderr
     daemon.cli("pane", "close", pid)
 
 
@@ -157,9 +167,11 @@ def test_config_errors_all_reported_and_warned_by_detach(tmp_root: Path):
     try:
         assert r.returncode == 0, r.stderr
         assert "warning: config error" in r.stderr, r.stderr
-        assert "server.idle_timeout_s" in r.stderr and "notifications.mode" in r.stderr, r.stderr
+        assert "server.idle_timeout_s" in r.stderr, r.stderr
+        assert "notifications.mode" in r.stderr, r.stderr
         err = d.call("server.status")["config_error"]
-        assert "server.idle_timeout_s" in err and "notifications.mode" in err
+        assert "server.idle_timeout_s" in err
+        assert "notifications.mode" in err
     finally:
         d.cli("shutdown", "--force")
         wait_until(lambda: not Path(d.socket).exists(), timeout=20)
@@ -170,7 +182,8 @@ def test_explicit_missing_config_is_an_error_default_missing_is_fine(tmp_root: P
     missing = tmp_root / "missing.toml"
     for extra in ([], ["--detach"]):
         r = d.cli("daemon", *extra, "--config", str(missing), "--state-dir", str(d.state_dir))
-        assert r.returncode == 1 and r.stdout == "", r
+        assert r.returncode == 1, r
+        assert r.stdout == "", r
         assert r.stderr == f"signaltty: config file {missing}: no such file\n", r.stderr
         assert not Path(d.socket).exists()
     d.start()  # no config file at the default path: fine
@@ -204,14 +217,17 @@ def test_workspace_id_prefixes_resolve_like_pane_ids(daemon):
     got = jcli(daemon, "pane", "list", "--workspace", wb[: common + 1])
     assert [p["id"] for p in got["panes"]] == [b["pane_id"]]
     r = daemon.cli("workspace", "get", "ws_")  # matches both? no: "ws_" alone abbreviates nothing
-    assert r.returncode == 1 and "NO_SUCH_WORKSPACE" in r.stderr, r.stderr
+    assert r.returncode == 1, r.stderr
+    assert "NO_SUCH_WORKSPACE" in r.stderr, r.stderr
     # an ambiguous prefix: an error listing the matches (17 workspaces: two share a first hex digit)
     by_first: dict[str, list[str]] = {}
     for w in [wa, wb] + [daemon.call("workspace.create", {"name": f"x{i}"})["workspace"]["id"] for i in range(15)]:
         by_first.setdefault(w[:4], []).append(w)
     prefix, shared = next((k, v) for k, v in by_first.items() if len(v) > 1)
     r = daemon.cli("workspace", "get", prefix)
-    assert r.returncode == 1 and "AMBIGUOUS" in r.stderr and all(w in r.stderr for w in shared), r.stderr
+    assert r.returncode == 1, r.stderr
+    assert "AMBIGUOUS" in r.stderr, r.stderr
+    assert all(w in r.stderr for w in shared), r.stderr
     assert jcli(daemon, "workspace", "get", "alpha")["workspace"]["id"] == wa  # handles still work
     for p in (a["pane_id"], b["pane_id"]):
         daemon.cli("pane", "close", p)
@@ -227,8 +243,10 @@ def test_plain_status_shows_notifications_and_dbus(daemon):
 
 def test_hook_event_help_states_the_wait_timeout_limit():
     r = subprocess.run([PY, "-m", "signaltty", "hook-event", "--help"], capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0 and "--wait-timeout SECONDS" in r.stdout
-    assert "1 to 120 (default 120)" in r.stdout and "hidden_wait_s" in r.stdout, r.stdout
+    assert r.returncode == 0
+    assert "--wait-timeout SECONDS" in r.stdout
+    assert "1 to 120 (default 120)" in r.stdout, r.stdout
+    assert "hidden_wait_s" in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize(("command", "absent", "present"), [
@@ -238,4 +256,5 @@ def test_hook_event_help_states_the_wait_timeout_limit():
 def test_help_offers_only_options_that_do_something(command, absent, present):
     r = subprocess.run([PY, "-m", "signaltty", *command, "--help"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0
-    assert not [a for a in absent if a in r.stdout] and all(p in r.stdout for p in present), r.stdout
+    assert not [a for a in absent if a in r.stdout], r.stdout
+    assert all(p in r.stdout for p in present), r.stdout

@@ -32,7 +32,7 @@ def test_the_tree_is_walked():
     assert {(), ("pane",), ("workspace",), ("decision",), ("permission",)} <= paths
 
 
-@pytest.mark.parametrize("path,names,helps", GROUPS, ids=[" ".join(g[0]) or "top" for g in GROUPS])
+@pytest.mark.parametrize(("path", "names", "helps"), GROUPS, ids=[" ".join(g[0]) or "top" for g in GROUPS])
 def test_help_lists_every_action(path, names, helps):
     missing = sorted(n for n in names if not helps.get(n))
     assert not missing, f"actions of `signaltty {' '.join(path)}` without help: {missing}"
@@ -46,4 +46,5 @@ def test_help_lists_every_action(path, names, helps):
 def test_fast_path_help(command):
     for argv in ([command, "--help"], ["--json", command, "-h"]):
         r = subprocess.run([PY, "-m", "signaltty", *argv], capture_output=True, text=True, timeout=30)
-        assert r.returncode == 0 and r.stdout.startswith(f"usage: signaltty {command}"), r
+        assert r.returncode == 0, r
+        assert r.stdout.startswith(f"usage: signaltty {command}"), r

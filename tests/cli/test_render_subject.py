@@ -32,7 +32,9 @@ def test_permission_subject(prompt: str, subject: str) -> None:
 
 def test_permission_subject_is_one_bounded_line() -> None:
     out = render.permission_subject(native_prompt("Bash", {"command": "x" * 5000 + "\ny"}))
-    assert "\n" not in out and len(out) <= render.SUBJECT_MAX and out.endswith("… (+1 lines)")
+    assert "\n" not in out
+    assert len(out) <= render.SUBJECT_MAX
+    assert out.endswith("… (+1 lines)")
 
 
 def test_visible_shows_sequences_instead_of_running_them() -> None:

@@ -47,7 +47,8 @@ def test_bars_count_panes_needing_you(daemon):
     wait_until(lambda: _pane(daemon, job)["attention"] == "unread", timeout=20)
 
     out, err = bar(daemon, "waybar")
-    assert out.count("\n") == 1 and err == ""
+    assert out.count("\n") == 1
+    assert err == ""
     w = json.loads(out)
     assert w["text"] == "1 perm · 1 unread"
     assert w["class"] == w["alt"] == "permission"
@@ -111,7 +112,8 @@ def test_untrusted_socket_and_silent_daemon_say_na(daemon, tmp_root):
         planted.close()
     w = json.loads(out)
     assert (w["text"], w["class"]) == ("n/a", "unavailable")
-    assert "mode 0755" in w["tooltip"] and "mode 0755" in err
+    assert "mode 0755" in w["tooltip"]
+    assert "mode 0755" in err
 
     # a listener of ours that never answers: the bar gives up after its limit, it does not hang
     quiet = tmp_root / "quiet"
@@ -123,11 +125,14 @@ def test_untrusted_socket_and_silent_daemon_say_na(daemon, tmp_root):
         out, err = bar(daemon, "tmux", {"SIGNALTTY_SOCKET": str(quiet / "s.sock")})
     finally:
         srv.close()
-    assert out == "#[fg=colour242]n/a#[default]\n" and "no answer within 2 s" in err
+    assert out == "#[fg=colour242]n/a#[default]\n"
+    assert "no answer within 2 s" in err
 
 
 def test_status_without_format_is_unchanged(daemon):
     r = daemon.cli("status")
-    assert r.returncode == 0 and r.stdout.startswith("signaltty ")
+    assert r.returncode == 0
+    assert r.stdout.startswith("signaltty ")
     r = daemon.cli("status", "--format", "polybar")
-    assert r.returncode == 2 and "invalid choice" in r.stderr
+    assert r.returncode == 2
+    assert "invalid choice" in r.stderr

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from signaltty.proto.envelope import SignalttyError
 from tests.cli.test_cli import _read_until, _set_size
 from tests.conftest import DaemonProc, wait_until
 
@@ -137,7 +138,7 @@ def test_new_e_reaches_the_programs_environment(daemon):
 
 
 @pytest.mark.parametrize(
-    "arg,code,message",
+    ("arg", "code", "message"),
     [
         ("NOEQUALS", 2, "expected KEY=VALUE, got 'NOEQUALS'"),
         ("=value", 2, "expected KEY=VALUE"),
@@ -151,7 +152,8 @@ def test_new_e_reaches_the_programs_environment(daemon):
 )
 def test_new_e_bad_input_is_refused_and_leaves_nothing(daemon, arg, code, message):
     r = daemon.cli("new", "-e", arg, "--", "true")
-    assert r.returncode == code and message in r.stderr, (r.returncode, r.stderr)
+    assert r.returncode == code, (r.returncode, r.stderr)
+    assert message in r.stderr, (r.returncode, r.stderr)
     if code == 1:
         assert "BAD_PARAMS" in r.stderr
     # the workspace made for the pane is gone again: nothing half-created
@@ -165,13 +167,13 @@ def test_env_bad_input_on_the_socket(daemon):
         ({"": "x"}, "(empty)"),
         ({"A=B": "x"}, "not a variable name"),
         ({"A": "x\x00y"}, "contains NUL"),
-        ({"K%d" % i: "v" for i in range(257)}, "more than 256"),
+        ({f"K{i}": "v" for i in range(257)}, "more than 256"),
         ({"A": 1}, "env.A"),
     ):
-        with daemon.client() as cl:
-            with pytest.raises(Exception) as exc:
-                cl.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["true"], "env": env})
-        assert exc.value.code == "BAD_PARAMS" and why in exc.value.message, exc.value.message
+        with daemon.client() as cl, pytest.raises(SignalttyError) as exc:
+            cl.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["true"], "env": env})
+        assert exc.value.code == "BAD_PARAMS", exc.value.message
+        assert why in exc.value.message, exc.value.message
         assert exc.value.details["field"].startswith("env")
     assert daemon.call("pane.list")["panes"] == []
 
@@ -187,7 +189,8 @@ def test_new_attach_goes_straight_into_the_pane(daemon, term):
     t.write(b"\x1d")
     assert t.finish() == 0
     out = t.out.decode(errors="replace")
-    assert "detached" in out and f"{p['id']}  (workspace att)" in out  # how to come back
+    assert "detached" in out
+    assert f"{p['id']}  (workspace att)" in out
     assert pane(daemon, p["id"])["live"] == {"state": "live"}
     assert "typed-in-new" in daemon.call("pane.read", {"pane_id": p["id"]})["text"]
 
@@ -214,9 +217,12 @@ def test_short_ids_shown_and_accepted_ambiguous_and_unknown(daemon):
     # plain `pane list` shows the shortest unique prefix, at least pane_ + 8 hex digits
     listed = daemon.cli("pane", "list").stdout.splitlines()
     shown = [line.split()[0] for line in listed]
-    assert len(shown) == len(everyone) and len(set(shown)) == len(shown)
-    for short, full in zip(shown, everyone):
-        assert full.startswith(short) and len(short) >= 13 and short != full
+    assert len(shown) == len(everyone)
+    assert len(set(shown)) == len(shown)
+    for short, full in zip(shown, everyone, strict=True):
+        assert full.startswith(short)
+        assert len(short) >= 13
+        assert short != full
     assert [p["id"] for p in jcli(daemon, "pane", "list")["panes"]] == everyone  # --json: full ids
     assert daemon.cli("workspace", "get", "short").stdout.count("\n  pane_") == len(everyone)
 
@@ -229,8 +235,10 @@ def test_short_ids_shown_and_accepted_ambiguous_and_unknown(daemon):
     assert daemon.cli("pane", "wait-output", minimal, "--match", "via-short", "--timeout", "10").returncode == 0
     assert "via-short" in daemon.cli("pane", "read", short).stdout
     r = daemon.cli("notify", "--pane", minimal, "--title", "hello")
-    assert r.returncode == 0 and pane(daemon, target)["attention"] == "unread"
-    assert "pane_" in daemon.cli("attention").stdout and target not in daemon.cli("attention").stdout
+    assert r.returncode == 0
+    assert pane(daemon, target)["attention"] == "unread"
+    assert "pane_" in daemon.cli("attention").stdout
+    assert target not in daemon.cli("attention").stdout
     assert short in daemon.cli("attention").stdout
     assert daemon.cli("pane", "mark-seen", minimal).returncode == 0
     assert pane(daemon, target)["attention"] == "none"
@@ -254,15 +262,18 @@ def test_short_ids_shown_and_accepted_ambiguous_and_unknown(daemon):
         ("permission", "answer", shared, "allow"),
     ):
         r = daemon.cli(*args)
-        assert r.returncode == 1 and "AMBIGUOUS" in r.stderr, (args, r.stderr)
-        assert f"pane id prefix {shared} matches" in r.stderr and all(p in r.stderr for p in pair), r.stderr
+        assert r.returncode == 1, (args, r.stderr)
+        assert "AMBIGUOUS" in r.stderr, (args, r.stderr)
+        assert f"pane id prefix {shared} matches" in r.stderr, r.stderr
+        assert all(p in r.stderr for p in pair), r.stderr
     r = daemon.cli("--json", "pane", "get", shared)
     err = json.loads(r.stderr)["error"]
-    assert err["code"] == "AMBIGUOUS" and all(p in err["message"] for p in pair)
-    with daemon.client() as cl:
-        with pytest.raises(Exception) as exc:
-            cl.call("pane.mark_seen", {"pane_id": shared})
-    assert exc.value.code == "AMBIGUOUS" and exc.value.details["pane_ids"] == sorted(
+    assert err["code"] == "AMBIGUOUS"
+    assert all(p in err["message"] for p in pair)
+    with daemon.client() as cl, pytest.raises(SignalttyError) as exc:
+        cl.call("pane.mark_seen", {"pane_id": shared})
+    assert exc.value.code == "AMBIGUOUS"
+    assert exc.value.details["pane_ids"] == sorted(
         i for i in [p["id"] for p in daemon.call("pane.list")["panes"]] if i.startswith(shared)
     )
     assert all(pane(daemon, p)["live"] == {"state": "live"} for p in pair)  # `close` did nothing
@@ -270,7 +281,8 @@ def test_short_ids_shown_and_accepted_ambiguous_and_unknown(daemon):
     # unknown: NO_SUCH_PANE, as for any unknown id; not an abbreviation: the same
     for ref in ("pane_zz", "pane_", target + "0", target[5:13]):
         r = daemon.cli("pane", "get", ref)
-        assert r.returncode == 1 and r.stderr.strip() == f"signaltty: server error NO_SUCH_PANE: no such pane: {ref}"
+        assert r.returncode == 1
+        assert r.stderr.strip() == f"signaltty: server error NO_SUCH_PANE: no such pane: {ref}"
     r = daemon.cli("pane", "close", "pane_zz")
     assert "NO_SUCH_PANE" in r.stderr
     # a unique prefix closes exactly that pane
@@ -306,9 +318,11 @@ def test_keys_arrive_as_the_bytes_a_terminal_sends(daemon):
     # bad input: a clear error listing the valid names; nothing at all is typed
     for args in (("--keys", "Enter", "Entr"), ("--data", "oops", "--keys", "C-1"), ("--keys", "make test")):
         r = daemon.cli("pane", "input", pid, *args)
-        assert r.returncode == 2 and "valid keys: Enter Escape Tab" in r.stderr, r.stderr
+        assert r.returncode == 2, r.stderr
+        assert "valid keys: Enter Escape Tab" in r.stderr, r.stderr
     r = daemon.cli("pane", "input", pid)
-    assert r.returncode == 2 and "give --data, --stdin or --keys" in r.stderr
+    assert r.returncode == 2
+    assert "give --data, --stdin or --keys" in r.stderr
     assert daemon.cli("pane", "input", pid, "--keys", "z").returncode == 0  # a sentinel after them
     wait_until(lambda: hex_typed(daemon, pid) == want + b"z".hex(), timeout=10)
     assert daemon.cli("pane", "close", pid).returncode == 0
@@ -397,18 +411,24 @@ def test_plain_subscribe_is_aligned_sanitized_text(daemon):
         proc.terminate()
         proc.wait(10)
     text = "\n".join(lines)
-    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "\x1b" not in text
+    assert "\x07" not in text
+    assert "\u202e" not in text
     parsed = [LINE.match(ln) for ln in lines]
     assert all(parsed), lines
     # columns start at the same offsets on every line
     for group in (3, 4):
         assert len({m.start(group) for m in parsed}) == 1, lines
     events = [m.group(3) for m in parsed]
-    assert events[0] == "workspace.created" and "agent.done" in events and "pane.exited" in events
+    assert events[0] == "workspace.created"
+    assert "agent.done" in events
+    assert "pane.exited" in events
     by_event = {m.group(3): m for m in parsed}
     assert by_event["agent.done"].group(5).strip() == "unknown → done (exit)"
     assert out["pane_id"].startswith(by_event["agent.done"].group(4))
     note = by_event["notification.created"].group(5).strip()
-    assert note.startswith("[info] evil") and note.endswith("title: line1") and "pwned" not in note, note
+    assert note.startswith("[info] evil"), note
+    assert note.endswith("title: line1"), note
+    assert "pwned" not in note, note
     seqs = [int(m.group(2)) for m in parsed]
     assert seqs == sorted(seqs)

@@ -212,13 +212,19 @@ def test_top_live_view_keys_and_screen(daemon, top_term):
     t.wait_text("signaltty top")
     t.wait_text("[p-allow]")
     # the job's program is gone: its exit code instead of a lifecycle (it looks dead)
-    assert "unread" in t.row("[job]") and "exited 0" in t.row("[job]") and "build" in t.row("[job]")
+    assert "unread" in t.row("[job]")
+    assert "exited 0" in t.row("[job]")
+    assert "build" in t.row("[job]")
     # two workspaces named "agents": their handles tell them apart
     assert "agents " in t.row("[p-deny]") + t.row("[p-allow]")
     assert "agents-2" in t.row("[p-deny]") + t.row("[p-allow]")
-    assert "permission" in t.row("[p-deny]") and "blocked" in t.row("[p-deny]")
-    assert "Bash: rm -rf build/ …" in t.text() and "Bash: make deploy" in t.text()
-    assert "second-line" not in t.text() and "^[" not in t.text() and "[2J" not in t.text()
+    assert "permission" in t.row("[p-deny]")
+    assert "blocked" in t.row("[p-deny]")
+    assert "Bash: rm -rf build/ …" in t.text()
+    assert "Bash: make deploy" in t.text()
+    assert "second-line" not in t.text()
+    assert "^[" not in t.text()
+    assert "[2J" not in t.text()
     # prompt_toolkit took the terminal (raw mode) while it runs
     assert not termios.tcgetattr(t.slave)[3] & termios.ICANON
 
@@ -250,10 +256,12 @@ def test_top_live_view_keys_and_screen(daemon, top_term):
     t.wait_text("Allow once: Bash: make deploy?")
     t.press(b"x")
     t.wait_text("not allowed")
-    assert _pane(daemon, allow_id)["pending_decision"] is not None and len(allow_log()) == 2
+    assert _pane(daemon, allow_id)["pending_decision"] is not None
+    assert len(allow_log()) == 2
     t.press(b"a")
     t.wait_text("Allow once: Bash: make deploy?")
-    assert _pane(daemon, allow_id)["pending_decision"] is not None and len(allow_log()) == 2
+    assert _pane(daemon, allow_id)["pending_decision"] is not None
+    assert len(allow_log()) == 2
     t.press(b"y")
     assert _verdict(allow_log)["behavior"] == "allow"
     wait_until(lambda: _pane(daemon, allow_id)["pending_decision"] is None, timeout=10)
@@ -293,7 +301,8 @@ def test_top_live_view_keys_and_screen(daemon, top_term):
     t.press(b"q")
     assert t.proc.wait(10) == 0
     attrs = termios.tcgetattr(t.slave)
-    assert attrs[3] & termios.ICANON and attrs[3] & termios.ECHO  # the terminal is restored
+    assert attrs[3] & termios.ICANON
+    assert attrs[3] & termios.ECHO
     with t.lock:
         raw = bytes(t.raw)
     assert raw.rfind(b"\x1b[?1049l") > raw.rfind(b"\x1b[?1049h") >= 0  # left the alternate screen
@@ -320,7 +329,8 @@ def test_top_dead_pane_is_frozen_and_enter_says_why(daemon, top_term):
     t.press(b"\r")
     t.wait_text("cannot attach:")
     assert f"{dead[:13]} has exited (code 3)" in t.text()
-    assert "signaltty top" in t.text() and t.proc.poll() is None  # still here, not attached
+    assert "signaltty top" in t.text()
+    assert t.proc.poll() is None
     t.press(b"q")
     assert t.proc.wait(10) == 0
 
@@ -362,7 +372,8 @@ def test_top_acts_after_its_request_connection_idled_out(tmp_root):
         t.wait(lambda: "unread" in t.row("[job]"), "the job is not shown unread")
         # top's request connection went quiet and the daemon closed it
         wait_until(lambda: d.call("server.status")["connections"]["closed_idle"] >= 1, timeout=15)
-        assert "daemon not running" not in t.text() and t.proc.poll() is None
+        assert "daemon not running" not in t.text()
+        assert t.proc.poll() is None
         t.press(b"s")
         wait_until(lambda: _pane(d, job)["attention"] == "none", timeout=10)
         t.wait_text("marked seen")
@@ -377,7 +388,8 @@ def test_top_acts_after_its_request_connection_idled_out(tmp_root):
 
 def test_top_without_a_terminal_or_daemon(daemon, tmp_root):
     r = daemon.cli("top")  # stdin/stdout are pipes here
-    assert r.returncode == 1 and "top needs a terminal" in r.stderr
+    assert r.returncode == 1
+    assert "top needs a terminal" in r.stderr
     env = {**daemon.env, "SIGNALTTY_SOCKET": str(tmp_root / "none.sock")}
     master, slave = os.openpty()
     try:
@@ -393,7 +405,8 @@ def test_top_without_a_terminal_or_daemon(daemon, tmp_root):
     finally:
         os.close(master)
         os.close(slave)
-    assert proc.returncode == 1 and b"is the daemon running?" in proc.stderr
+    assert proc.returncode == 1
+    assert b"is the daemon running?" in proc.stderr
 
 
 def test_top_imports_prompt_toolkit_only_for_top():

@@ -127,6 +127,10 @@ class NotificationServer:
             bodies).
         keep_after_action: a press leaves the notification shown and sends no
             ``NotificationClosed`` (dunst's context menu); reset to False by :meth:`reset`.
+        replace_any_sender: a ``Notify`` whose ``replaces_id`` names a shown notification
+            replaces it in place, whoever sends it (GNOME Shell's ``NotifyAsync`` does no
+            sender check); False (the default): every ``Notify`` gets a new id. Reset to
+            False by :meth:`reset`.
     """
 
     def __init__(self, address: str) -> None:
@@ -140,12 +144,14 @@ class NotificationServer:
         # dunst's context menu: after ActionInvoked the notification stays shown (the spec
         # allows it); only a CloseNotification from the client removes it
         self.keep_after_action = False
+        self.replace_any_sender = False
         # id → button label: the user presses it just as the daemon withdraws the notification
         # (ActionInvoked reaches the daemon before the CloseNotification reply)
         self.press_on_close: dict[int, str] = {}
         self.presses: list[tuple[int, str, bool]] = []  # (id, action key, was still shown)
         self._ready: set[int] = set()  # ids the caller has surely registered (see _ping)
         self._pings: dict[int, tuple[str, int, int]] = {}  # serial → (peer, id, pings left)
+        self._syncs: dict[int, threading.Event] = {}  # serial → set when sync()'s Ping returns
         self._next = 1
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
@@ -176,6 +182,7 @@ class NotificationServer:
             self.mode = mode
             self.close_delay = 0.0
             self.keep_after_action = False
+            self.replace_any_sender = False
             self.press_on_close.clear()
             self.presses.clear()
 
@@ -208,10 +215,13 @@ class NotificationServer:
             if member == "Notify":
                 if mode == "hang":
                     continue
-                app, _replaces, icon, summary, body, actions, hints, timeout = msg.body
+                app, replaces, icon, summary, body, actions, hints, timeout = msg.body
                 with self._lock:  # registered and answered together (see press())
-                    nid = self._next
-                    self._next += 1
+                    if self.replace_any_sender and replaces and replaces in self.shown:
+                        nid = replaces
+                    else:
+                        nid = self._next
+                        self._next += 1
                     self.shown[nid] = {
                         "app": app,
                         "icon": icon,
@@ -269,6 +279,26 @@ class NotificationServer:
             pending = self._pings.pop(serial, None) if serial is not None else None
             if pending is not None:
                 self._ping(*pending)
+            synced = self._syncs.pop(serial, None) if serial is not None else None
+        if synced is not None:
+            synced.set()
+
+    def sync(self, peer: str, timeout: float = 10.0) -> None:
+        """One ``Peer.Ping`` round trip to ``peer`` (a unique name, e.g. ``shown[id]["sender"]``).
+
+        The bus keeps the order of messages between two connections, and the daemon's
+        notification reader handles signals in the order it reads them, before it answers a
+        later Ping: when this returns, every signal sent to ``peer`` before has been handled.
+        """
+        done = threading.Event()
+        serial = next(self.conn.outgoing_serial)
+        with self._lock:
+            self._syncs[serial] = done
+        addr = DBusAddress("/", bus_name=peer, interface="org.freedesktop.DBus.Peer")
+        with self._send_lock:
+            self.conn.send(new_method_call(addr, "Ping"), serial=serial)
+        if not done.wait(timeout):
+            raise AssertionError(f"{peer} did not answer a Ping within {timeout} s")
 
     def _close(self, msg: Any) -> None:
         (nid,) = msg.body
@@ -312,7 +342,7 @@ class NotificationServer:
         shown = info is not None
         info = info or self.last_seen[nid]
         actions = info["actions"]
-        pairs = dict(zip(actions[1::2], actions[0::2]))  # label → key
+        pairs = dict(zip(actions[1::2], actions[0::2], strict=True))  # label → key
         key = "default" if label == "default" else pairs[label]
         self.presses.append((nid, key, shown))
         self._signal("ActionInvoked", "us", (nid, key))

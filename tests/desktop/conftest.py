@@ -12,6 +12,9 @@ import pytest
 from tests.conftest import DaemonProc
 from tests.desktop.busfix import NotificationServer, PrivateBus, have_dbus
 
+# re-exported so pytest finds the fixture by name in every desktop test module
+from tests.desktop.otheruser import other_user as other_user
+
 
 @pytest.fixture(scope="module")
 def bus() -> Iterator[PrivateBus]:

@@ -11,6 +11,7 @@ users cannot enter).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import secrets
@@ -90,10 +91,8 @@ def _kill_all(uid: int) -> None:
         p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid
     ]
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(procs, timeout=5)
 
 

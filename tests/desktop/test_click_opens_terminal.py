@@ -123,12 +123,14 @@ def test_click_opens_the_terminal_attached_to_the_pane(tmp_root, bus, notif_serv
         assert attach[-5:] == ["--socket", d.socket, "pane", "attach", pane_id], attach
         assert attach[0] in (str(Path(sys.executable).parent / "signaltty"), sys.executable)
         # the command really attached: the pane's screen came through, then it detached
-        assert MARKER in rec["output"] and "detached" in rec["output"], rec["output"]
+        assert MARKER in rec["output"], rec["output"]
+        assert "detached" in rec["output"], rec["output"]
         assert rec["status"] == 0
         assert rec["env"] == {"NOTIFY_SOCKET": None, "SIGNALTTY_SOCKET": None}
         assert rec["cwd"] == str(d.home)
         pane = d.call("pane.get", {"pane_id": pane_id})["pane"]
-        assert pane["attention"] == "none" and pane["live"] == {"state": "live"}
+        assert pane["attention"] == "none"
+        assert pane["live"] == {"state": "live"}
         # reaped by the daemon; no DISPLAY here, which is said once per click
         wait_until(lambda: _events(d, "desktop.terminal_exited"))
         assert _events(d, "desktop.terminal_exited")[0]["exit_code"] == 0
@@ -150,7 +152,8 @@ def test_terminal_that_does_not_exist_is_logged_and_the_pane_still_seen(
         failed = wait_until(lambda: _events(d, "desktop.terminal_failed"))
         assert failed[0]["pane_id"] == pane_id
         reason = failed[0]["reason"]
-        assert "No such file or directory" in reason and str(missing) in reason, reason
+        assert "No such file or directory" in reason, reason
+        assert str(missing) in reason, reason
         assert "from config" in reason
         assert d.call("pane.get", {"pane_id": pane_id})["pane"]["attention"] == "none"
         assert not _events(d, "desktop.terminal_no_display")  # DISPLAY is set here
@@ -166,6 +169,8 @@ def test_terminal_setting_is_strict(tmp_root, bus):
     d = _daemon(tmp_root, bus, '[desktop]\nterminal = "foot -e"\n', SIGNALTTY_NOTIFY="0")
     try:
         err = d.call("server.status")["config_error"]
-        assert err and "desktop.terminal" in err and "valid list" in err
+        assert err
+        assert "desktop.terminal" in err
+        assert "valid list" in err
     finally:
         d.stop()

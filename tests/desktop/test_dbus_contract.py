@@ -50,7 +50,8 @@ def test_every_argument_is_named_and_constants_are_annotated(ddaemon, bus):
     assert r.returncode == 0, r.stderr
     assert '@org.freedesktop.DBus.Property.EmitsChangedSignal("const")' in r.stdout
     assert "Status(out a{sv} status);" in r.stdout
-    assert "Notify(in  s pane_id,\n" in r.stdout and "out s notification_id);" in r.stdout
+    assert "Notify(in  s pane_id,\n" in r.stdout
+    assert "out s notification_id);" in r.stdout
 
 
 def test_bad_params_name_the_argument_and_what_it_allows(ddaemon, bus):
@@ -62,14 +63,19 @@ def test_bad_params_name_the_argument_and_what_it_allows(ddaemon, bus):
     assert msg == "severity: must be info, warning, error or empty, got 'bogus'"
     name, msg = _error(call(bus, "AnswerPermission", "ss", (pane["id"], "maybe")))
     assert name == "dev.signaltty.Error.BAD_PARAMS"
-    assert msg.startswith("verdict:") and "'allow'" in msg and "'deny'" in msg, msg
+    assert msg.startswith("verdict:"), msg
+    assert "'allow'" in msg, msg
+    assert "'deny'" in msg, msg
     name, msg = _error(call(bus, "MarkSeen", "s", ("",)))
-    assert name == "dev.signaltty.Error.BAD_PARAMS" and msg.startswith("pane_id:"), msg
+    assert name == "dev.signaltty.Error.BAD_PARAMS", msg
+    assert msg.startswith("pane_id:"), msg
     name, msg = _error(call(bus, "Notify", "ssss", ("", "", "", "")))
-    assert name == "dev.signaltty.Error.BAD_PARAMS" and "title" in msg, msg
+    assert name == "dev.signaltty.Error.BAD_PARAMS", msg
+    assert "title" in msg, msg
     # nothing of this is an internal error
     log = (ddaemon.state_dir / "signaltty.log").read_text()
-    assert "dbus.method_failed" not in log and "Traceback" not in log
+    assert "dbus.method_failed" not in log
+    assert "Traceback" not in log
 
 
 def _log_events(d: DaemonProc) -> list[dict]:
@@ -92,7 +98,8 @@ def test_no_session_bus_is_one_clear_line_without_keyerror(tmp_root):
         pane = d.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sleep", "30"]})["pane"]
         d.call("notify", {"pane_id": pane["id"], "title": "x", "severity": "error"})
         st = d.call("server.status")
-        assert st["dbus"]["name_owned"] is False and st["notifications"]["available"] is False
+        assert st["dbus"]["name_owned"] is False
+        assert st["notifications"]["available"] is False
         dbus_lines = [e for e in events if e["event"] == "dbus.unavailable"]
         assert len(dbus_lines) == 1
         assert dbus_lines[0]["reason"] == (
@@ -104,7 +111,8 @@ def test_no_session_bus_is_one_clear_line_without_keyerror(tmp_root):
     finally:
         assert d.stop() == 0
     everything = (d.state_dir / "signaltty.log").read_text() + d.stderr()
-    assert "KeyError" not in everything and "Traceback" not in everything
+    assert "KeyError" not in everything
+    assert "Traceback" not in everything
 
 
 def test_session_bus_found_at_xdg_runtime_dir_bus(tmp_root):

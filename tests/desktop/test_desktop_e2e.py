@@ -68,7 +68,8 @@ def test_permission_allow_once_button(ddaemon, tmp_root, notif_server):
     assert info["summary"].endswith("· Claude Code needs approval")
     assert info["body"].startswith("Allow Bash?")
     labels = info["actions"][1::2]
-    assert "Allow once" in labels and "Deny" in labels
+    assert "Allow once" in labels
+    assert "Deny" in labels
     assert info["timeout"] == 0  # permission notifications do not expire
     notif_server.press(nid, "Allow once")
     entries = a.wait_entries(3)
@@ -87,7 +88,8 @@ def test_answer_permission_over_dbus_send_withdraws(ddaemon, tmp_root, notif_ser
     a, _ = _permission_agent(ddaemon, tmp_root)
     nid, _info = notif_server.wait_shown(lambda i: "needs approval" in i["summary"])
     r = dbus_send(bus, "AnswerPermission", f"string:{a.id}", "string:deny")
-    assert '"working"' in r.stdout and '"none"' in r.stdout
+    assert '"working"' in r.stdout
+    assert '"none"' in r.stdout
     entries = a.wait_entries(3)
     assert json.loads(entries[2]["stdout"])["hookSpecificOutput"]["decision"]["behavior"] == "deny"
     wait_until(
@@ -95,7 +97,8 @@ def test_answer_permission_over_dbus_send_withdraws(ddaemon, tmp_root, notif_ser
     )
     assert nid not in notif_server.shown
     r = dbus_send(bus, "AnswerPermission", f"string:{a.id}", "string:deny", check=False)
-    assert r.returncode != 0 and "dev.signaltty.Error.NO_SUCH_DECISION" in r.stderr
+    assert r.returncode != 0
+    assert "dev.signaltty.Error.NO_SUCH_DECISION" in r.stderr
 
 
 def test_answer_permission_over_gdbus_and_cli(ddaemon, tmp_root, notif_server, bus):
@@ -112,7 +115,9 @@ def test_answer_permission_over_gdbus_and_cli(ddaemon, tmp_root, notif_server, b
         "--method",
         "dev.signaltty.Signaltty1.ListPermissions",
     )
-    assert r.returncode == 0 and a.id in r.stdout and "'Bash'" in r.stdout, r.stderr
+    assert r.returncode == 0, r.stderr
+    assert a.id in r.stdout, r.stderr
+    assert "'Bash'" in r.stdout, r.stderr
     did = a.get()["pending_decision"]["id"]
     r = gdbus(
         bus,
@@ -126,7 +131,8 @@ def test_answer_permission_over_gdbus_and_cli(ddaemon, tmp_root, notif_server, b
         did,
         "allow",
     )
-    assert r.returncode == 0 and r.stdout.strip() == "('working', 'none')", r.stderr
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "('working', 'none')", r.stderr
     wait_until(lambda: nid not in notif_server.shown)
     # the CLI answers a second request the same way, and the notification goes away
     b, _ = _permission_agent(ddaemon, tmp_root)
@@ -141,7 +147,8 @@ def test_permission_wins_over_a_message_in_the_same_settle(ddaemon, tmp_root, no
     a, _ = _permission_agent(ddaemon, tmp_root)
     ddaemon.call("notify", {"pane_id": a.id, "title": "Claude needs your permission"})
     nid, info = notif_server.wait_shown()
-    assert "needs approval" in info["summary"] and "Allow once" in info["actions"][1::2]
+    assert "needs approval" in info["summary"]
+    assert "Allow once" in info["actions"][1::2]
     notif_server.press(nid, "Deny")
     entries = a.wait_entries(3)
     assert json.loads(entries[2]["stdout"])["hookSpecificOutput"]["decision"]["behavior"] == "deny"

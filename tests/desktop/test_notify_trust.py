@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import DaemonProc, wait_until
 from tests.desktop.busfix import NotificationServer, PrivateBus, have_dbus
 from tests.desktop.conftest import desktop_daemon
-from tests.desktop.otheruser import ForeignServer, User, other_user  # noqa: F401 - fixture
+from tests.desktop.otheruser import ForeignServer, User
 from tests.server.test_hooks_e2e import _permission_agent
 
 NOTIF = ["/org/freedesktop/Notifications", "org.freedesktop.Notifications"]
@@ -70,7 +70,7 @@ def forge(bus: PrivateBus, member: str, nid: int, arg: str, *, user: User | None
 
 
 def allow_key(info: dict) -> str:
-    return dict(zip(info["actions"][1::2], info["actions"][0::2]))["Allow once"]
+    return dict(zip(info["actions"][1::2], info["actions"][0::2], strict=True))["Allow once"]
 
 
 def assert_still_pending(a, decision_id: str) -> None:
@@ -101,7 +101,8 @@ def test_forged_presses_grant_nothing_and_the_server_press_still_works(env, tmp_
         assert len(ignored) == n
         assert_still_pending(a, decision)
     for rec in ignored:
-        assert rec["server"] == server.conn.unique_name and rec["notification_id"] == nid
+        assert rec["server"] == server.conn.unique_name
+        assert rec["notification_id"] == nid
         assert rec["sender"] != server.conn.unique_name
     assert [r["signal"] for r in ignored] == [f[2] for f in forgeries]
     assert nid in server.shown  # a forged NotificationClosed made nobody forget it

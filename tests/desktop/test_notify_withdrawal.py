@@ -64,7 +64,8 @@ def test_button_on_a_server_that_keeps_the_notification_withdraws_it(
     assert a.get()["pending_decision"] is None
     assert notif_server.presses[0] == (nid, notif_server.presses[0][1], True)
     log = (fast_daemon.state_dir / "signaltty.log").read_text()
-    assert log.count("notify.answered") == 1 and "notify.answer_rejected" not in log
+    assert log.count("notify.answered") == 1
+    assert "notify.answer_rejected" not in log
 
 
 def test_body_click_on_a_server_that_keeps_the_notification_withdraws_it(
@@ -123,16 +124,20 @@ def test_native_timeout_says_the_agent_now_asks_in_its_terminal(
     a, _ = _permission_agent(fast_daemon, tmp_root, timeout=2)
     nid, first = notif_server.wait_shown(_needs_approval)
     nid2, info = notif_server.wait_shown(lambda i: "asks in its terminal" in i["summary"])
-    assert _closed(notif_server, nid) and nid not in notif_server.shown
+    assert _closed(notif_server, nid)
+    assert nid not in notif_server.shown
     assert info["summary"] == first["summary"].replace(
         "needs approval", "asks in its terminal"
     )
     # the question as the permission notification asked it, and where to answer it now
-    assert first["body"].startswith("Allow Bash?\n") and "ls" in first["body"]
+    assert first["body"].startswith("Allow Bash?\n")
+    assert "ls" in first["body"]
     question = first["body"].rpartition("\n(answer")[0]  # without where to answer (issue 11 item 3)
-    assert question and info["body"] == question + "\nNot answered here in time: answer it in the terminal."
+    assert question
+    assert info["body"] == question + "\nNot answered here in time: answer it in the terminal."
     assert info["actions"][1::2] in ([], [""])  # nothing to answer here any more
-    assert info["hints"]["urgency"] == ("y", 2) and info["timeout"] == 0
+    assert info["hints"]["urgency"] == ("y", 2)
+    assert info["timeout"] == 0
     p = a.get()
     assert (p["lifecycle"], p["attention"], p["pending_decision"]) == (
         "blocked",

@@ -244,15 +244,16 @@ def test_content(cause, title, body, view, actions, e_title, e_body, urgency, ex
 def test_content_limits_and_sanitizing():
     long = "x" * 1000
     c = P.render("message", None, long + "\x1b[31m", pane(), P.Settings(sound=True), actions=True)
-    assert len(c.body) <= P.MAX_BODY and c.sound is True and "\x1b" not in c.body
+    assert len(c.body) <= P.MAX_BODY
+    assert c.sound is True
+    assert "\x1b" not in c.body
     d = P.DecisionView(id="d", answerable=True, tool_name="Bash", preview="a\nb  " + "y" * 500)
     c = P.render("permission", None, None, pane(decision=d), P.Settings(), actions=True)
-    assert c.body.split("\n")[1].startswith("a b ") and len(c.body.split("\n")[1]) <= P.MAX_PREVIEW
+    assert c.body.split("\n")[1].startswith("a b ")
+    assert len(c.body.split("\n")[1]) <= P.MAX_PREVIEW
     assert c.decision_id == "d"
-    assert (
-        P.pane_name(None, "ws", "t" * 200).startswith("ws/t")
-        and len(P.pane_name(None, "ws", "t" * 200)) == 80
-    )
+    assert P.pane_name(None, "ws", "t" * 200).startswith("ws/t")
+    assert len(P.pane_name(None, "ws", "t" * 200)) == 80
     assert P.pane_name("mine", "ws", "t") == "mine"
     assert P.compact_preview({"command": "ls   -la\n"}) == "ls -la"
     assert P.compact_preview({"a": 1, "b": [2]}) == '{"a":1,"b":[2]}'
@@ -368,12 +369,14 @@ def test_permission_body_names_what_is_approved_like_permission_list():
     d = P.DecisionView(id="d", answerable=True, tool_name="Bash", preview=prompt)
     c = P.render("permission", None, None, pane(decision=d), P.Settings(), actions=True)
     # not all of the command is shown: Deny only, and where to read it (issue 10 follow-up)
-    hint = ("\n(too long to show here: review it with `signaltty top`, `signaltty permission list` "
-            "or in Claude Code's terminal)")
+    hint = ("\n(too long to show here: review it with `signaltty top`, "
+            "`signaltty permission show d` or in Claude Code's terminal)")
     question = c.body.removesuffix(hint)
     assert question == "Allow Bash?\necho ok (+1 lines)" == "Allow Bash?\n" + permission_subject(prompt)
-    assert "\\n" not in c.body and "{" not in c.body
-    assert c.buttons and not c.allow_button
+    assert "\\n" not in c.body
+    assert "{" not in c.body
+    assert c.buttons
+    assert not c.allow_button
 
 
 @pytest.mark.parametrize(
@@ -393,7 +396,8 @@ def test_allow_once_only_when_the_body_shows_it_all(tool_input, allow):
 
     d = P.DecisionView(id="dec_7", answerable=True, tool_name="Bash", preview=native_prompt("Bash", tool_input))
     c = P.render("permission", None, None, pane(decision=d), P.Settings(), actions=True)
-    assert c.buttons and c.allow_button is allow, c.body
+    assert c.buttons, c.body
+    assert c.allow_button is allow, c.body
     assert ("too long to show here" in c.body) is not allow
 
 

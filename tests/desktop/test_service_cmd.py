@@ -89,10 +89,13 @@ def test_install_writes_unit_and_activation_and_starts(tmp_root, tmp_path):
     text = h.unit.read_text()
     assert text.splitlines()[0] == service.MARKER
     unit = _ini(text)
-    assert unit["Service"]["ExecStart"] == f"{exe} daemon" and os.path.isabs(exe)
-    assert unit["Service"]["Type"] == "notify" and unit["Service"]["KillMode"] == "mixed"
+    assert unit["Service"]["ExecStart"] == f"{exe} daemon"
+    assert os.path.isabs(exe)
+    assert unit["Service"]["Type"] == "notify"
+    assert unit["Service"]["KillMode"] == "mixed"
     result = _verify(text, tmp_path)
-    assert result.stderr == "" and result.returncode == 0
+    assert result.stderr == ""
+    assert result.returncode == 0
     act = _ini(h.dbus.read_text())["D-BUS Service"]
     assert dict(act) == {
         "Name": "dev.signaltty.Signaltty",
@@ -125,8 +128,11 @@ def test_reinstall_never_restarts(tmp_root):
     assert h.cli("service", "install").returncode == 0
     h.log.unlink()
     r = h.cli("service", "install")
-    assert r.returncode == 0 and "unchanged" in r.stdout and "restart with" not in r.stdout
-    assert "--user start signaltty" not in h.calls() and not any("restart" in c for c in h.calls())
+    assert r.returncode == 0
+    assert "unchanged" in r.stdout
+    assert "restart with" not in r.stdout
+    assert "--user start signaltty" not in h.calls()
+    assert not any("restart" in c for c in h.calls())
     h.unit.write_text(
         h.unit.read_text().replace("RestartSec=2", "RestartSec=3")
     )  # an older version
@@ -140,18 +146,23 @@ def test_foreign_unit_needs_force(tmp_root):
     h.unit.parent.mkdir(parents=True)
     h.unit.write_text("[Service]\nExecStart=/usr/bin/mine\n")
     r = h.cli("service", "install")
-    assert r.returncode == 1 and "--force" in r.stderr
-    assert h.unit.read_text() == "[Service]\nExecStart=/usr/bin/mine\n" and h.calls() == []
+    assert r.returncode == 1
+    assert "--force" in r.stderr
+    assert h.unit.read_text() == "[Service]\nExecStart=/usr/bin/mine\n"
+    assert h.calls() == []
     r = h.cli("service", "install", "--force", "--no-enable", "--no-start", "--no-dbus-activation")
     assert r.returncode == 0, r.stderr
-    assert h.unit.read_text().startswith(service.MARKER) and not h.dbus.exists()
+    assert h.unit.read_text().startswith(service.MARKER)
+    assert not h.dbus.exists()
     assert h.calls() == ["--user is-active signaltty", "--user daemon-reload"]
 
 
 def test_without_systemctl_files_and_manual_commands(tmp_root):
     h = Home(tmp_root, with_systemctl=False)
     r = h.cli("service", "install")
-    assert r.returncode == 0 and h.unit.exists() and h.dbus.exists()
+    assert r.returncode == 0
+    assert h.unit.exists()
+    assert h.dbus.exists()
     assert (
         "systemctl not found; run: systemctl --user daemon-reload; systemctl --user enable signaltty"
         in r.stderr
@@ -166,15 +177,19 @@ def test_uninstall_refuses_live_panes_then_removes(tmp_root):
         ws = h.d.call("workspace.create", {"name": "x"})["workspace"]
         h.d.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sleep", "30"]})
         r = h.cli("service", "uninstall")
-        assert r.returncode == 1 and "live panes" in r.stderr and h.unit.exists()
+        assert r.returncode == 1
+        assert "live panes" in r.stderr
+        assert h.unit.exists()
         r = h.cli("service", "uninstall", "--force")
         assert r.returncode == 0, r.stderr
     finally:
         h.d.stop()
-    assert not h.unit.exists() and not h.dbus.exists()
+    assert not h.unit.exists()
+    assert not h.dbus.exists()
     assert "--user disable --now signaltty" in h.calls()
     st = json.loads(h.cli("service", "status", "--json").stdout)
-    assert st["installed"] is False and st["dbus_activation_file"] is None
+    assert st["installed"] is False
+    assert st["dbus_activation_file"] is None
 
 
 def test_plist_round_trips(tmp_path):
@@ -182,7 +197,8 @@ def test_plist_round_trips(tmp_path):
     plist = plistlib.loads(data)
     assert plist["ProgramArguments"] == ["/Applications/sig naltty/bin/signaltty", "daemon"]
     assert plist["StandardErrorPath"] == str(tmp_path / "st&ate" / "daemon.out")
-    assert plist["Label"] == "dev.signaltty.daemon" and plist["LimitLoadToSessionType"] == "Aqua"
+    assert plist["Label"] == "dev.signaltty.daemon"
+    assert plist["LimitLoadToSessionType"] == "Aqua"
     assert plistlib.loads(plistlib.dumps(plist)) == plist
 
 

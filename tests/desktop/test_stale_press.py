@@ -32,7 +32,7 @@ def _name(info: dict) -> str:
 
 
 def _allow_key(info: dict) -> str:
-    return dict(zip(info["actions"][1::2], info["actions"][0::2]))["Allow once"]
+    return dict(zip(info["actions"][1::2], info["actions"][0::2], strict=True))["Allow once"]
 
 
 def _stale_notice(server: NotificationServer) -> dict:
@@ -70,7 +70,8 @@ def test_stale_press_after_answer_elsewhere_keeps_the_delivered_verdict(
     p = a.get()
     assert (p["lifecycle"], p["attention"], p["pending_decision"]) == ("working", "none", None)
     rejected = _rejections(ddaemon)
-    assert len(rejected) == 1 and "NO_SUCH_DECISION" in json.dumps(rejected[0]), rejected
+    assert len(rejected) == 1, rejected
+    assert "NO_SUCH_DECISION" in json.dumps(rejected[0]), rejected
     st = ddaemon.call("server.status")
     assert st["notifications"]["available"] is True
     assert len(a.entries()) == 3  # the reporter printed one verdict, once
@@ -119,14 +120,16 @@ def test_stale_press_on_superseded_decision_leaves_the_newer_one_pending(
         )
         # the superseded reporter ends without a verdict (states.md §3.9)
         entries = a.wait_entries(3)
-        assert entries[2]["stdout"] == "" and entries[2]["rc"] == 0, entries[2]
+        assert entries[2]["stdout"] == "", entries[2]
+        assert entries[2]["rc"] == 0, entries[2]
         nid2, info2 = notif_server.wait_shown(
             lambda i: _needs_approval(i) and i["body"].startswith("Allow Write?")
         )
         assert _stale_notice(notif_server)["summary"] == f"{_name(info1)} {STALE}"
         assert notif_server.presses == [(nid1, _allow_key(info1), True)]
         rejected = _rejections(ddaemon)
-        assert len(rejected) == 1 and "NO_SUCH_DECISION" in json.dumps(rejected[0]), rejected
+        assert len(rejected) == 1, rejected
+        assert "NO_SUCH_DECISION" in json.dumps(rejected[0]), rejected
         # the newer decision is untouched: still pending, its reporter still waiting, its
         # notification still up with both buttons
         p = a.get()

@@ -63,7 +63,8 @@ def test_no_terminal_anywhere_says_what_to_set(tmp_path):
 def test_macos_uses_terminal_app_with_every_word_quoted():
     attach = ["/Users/a b/venv/bin/signaltty", "--socket", '/tmp/x"y\\z', "pane", "attach", PANE]
     got = T.terminal_argv(None, attach, PANE, env={}, platform="darwin")
-    assert got.source == "macos" and got.argv[0] == "osascript"
+    assert got.source == "macos"
+    assert got.argv[0] == "osascript"
     script = got.argv[2]
     assert script.startswith('tell application "Terminal" to do script "')
     # undo the AppleScript string escaping: the shell line splits back into the exact argv

@@ -90,7 +90,8 @@ def test_integration_home_root_exported_and_kept_on_resume(tmp_root):
         env_file = tmp_root / "seen-env"
         r = spawn(d, "claude", plan=[{"spawn": ["sh", "-c", f'printf %s "$CLAUDE_CONFIG_DIR" > {env_file}']}])
         root = tmp_root / "ihome" / ".claude"
-        assert r["integration"]["changed"] is True and (root / "settings.json").exists()
+        assert r["integration"]["changed"] is True
+        assert (root / "settings.json").exists()
         assert r["pane"]["agent"]["config_env"] == {"CLAUDE_CONFIG_DIR": str(root)}
         assert wait_until(lambda: env_file.exists() and env_file.read_text()) == str(root)
         pid = r["pane"]["id"]
@@ -110,7 +111,8 @@ def test_integration_home_root_exported_and_kept_on_resume(tmp_root):
 def test_request_env_root_relative_to_cwd(daemon):
     r = spawn(daemon, "claude", env={"CLAUDE_CONFIG_DIR": "cfg/claude"})
     root = daemon.root / "cfg" / "claude"
-    assert r["integration"]["changed"] is True and (root / "settings.json").exists()
+    assert r["integration"]["changed"] is True
+    assert (root / "settings.json").exists()
     assert r["pane"]["agent"]["config_env"] == {"CLAUDE_CONFIG_DIR": str(root)}
     assert not (daemon.home / ".claude").exists()
 
@@ -122,7 +124,8 @@ def test_setup_failure_keeps_terminal_usable(daemon):
     before = snap(f)
     r = spawn(daemon, "claude", plan=[{"print": "still here"}])
     integ = r["integration"]
-    assert integ["status"] == "error" and integ["changed"] is False
+    assert integ["status"] == "error"
+    assert integ["changed"] is False
     assert integ["notice"].startswith(f"claude status setup failed: {f}: invalid JSON")
     assert integ["notice"].endswith(". The terminal remains available.")
     assert snap(f) == before
@@ -149,7 +152,9 @@ def test_codex_trust_notice_and_runtime_notice_merge(daemon):
     # the fake codex has no --no-daemon: the runtime notice turns the status to disabled
     r = spawn(daemon, "codex")
     integ = r["integration"]
-    assert integ["agent"] == "codex" and integ["status"] == "disabled" and integ["changed"] is True
+    assert integ["agent"] == "codex"
+    assert integ["status"] == "disabled"
+    assert integ["changed"] is True
     assert integ["notice"].startswith(codex_installer.TRUST_NOTICE)
     assert integ["notice"].endswith("Codex: this version has no --no-daemon; hooks may be attributed to another terminal.")
     assert (daemon.home / ".codex" / "hooks.json").exists()
@@ -159,7 +164,8 @@ def test_codex_trust_notice_and_runtime_notice_merge(daemon):
 def test_split_configures_and_plain_programs_have_no_integration(daemon):
     r = daemon.call("pane.spawn", {"workspace_id": daemon.call("workspace.create", {"name": "w"})["workspace"]["id"],
                                    "argv": ["sleep", "30"]})
-    assert "integration" not in r and r["pane"]["integration"] is None
+    assert "integration" not in r
+    assert r["pane"]["integration"] is None
     prog = agent_bin(daemon.root, "cursor-agent")
     s = daemon.call("pane.split", {"pane_id": r["pane"]["id"], "argv": [str(prog), "[]"]})
     assert s["integration"] == {"agent": "cursor", "status": "configured", "changed": True}
@@ -169,14 +175,16 @@ def test_split_configures_and_plain_programs_have_no_integration(daemon):
 def test_agent_hint_does_not_choose_the_provider(daemon):
     ws = daemon.call("workspace.create", {"name": "h"})["workspace"]
     r = daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sleep", "30"], "agent_hint": "claude"})
-    assert "integration" not in r and not (daemon.home / ".claude").exists()
+    assert "integration" not in r
+    assert not (daemon.home / ".claude").exists()
 
 
 def test_missing_program_writes_nothing(daemon):
     ws = daemon.call("workspace.create", {"name": "m"})["workspace"]
     with pytest.raises(SignalttyError) as exc:
         daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": [str(daemon.root / "nope" / "claude")]})
-    assert exc.value.code == "SPAWN_FAILED" and not (daemon.home / ".claude").exists()
+    assert exc.value.code == "SPAWN_FAILED"
+    assert not (daemon.home / ".claude").exists()
 
 
 def test_pi_and_gemini_configured_at_spawn(daemon):
@@ -184,7 +192,8 @@ def test_pi_and_gemini_configured_at_spawn(daemon):
     hooks, before they start; a foreign settings key and hook stay."""
     ext = daemon.home / ".pi" / "agent" / "extensions" / "signaltty.ts"
     r = spawn(daemon, "pi", "--no-extensions")  # Pi would not load it
-    assert r["integration"]["status"] == "disabled" and not ext.exists()
+    assert r["integration"]["status"] == "disabled"
+    assert not ext.exists()
     r = spawn(daemon, "pi")
     assert r["integration"] == {"agent": "pi", "status": "configured", "changed": True}
     assert ext.read_text().startswith("// signaltty extension for Pi (managed by signaltty integration).")
@@ -196,7 +205,8 @@ def test_pi_and_gemini_configured_at_spawn(daemon):
     r = spawn(daemon, "gemini")
     assert r["integration"] == {"agent": "gemini", "status": "configured", "changed": True}
     data = json.loads(settings.read_text())
-    assert data["model"] == {"name": "x"} and data["hooks"]["AfterAgent"][0]["hooks"] == [mine]
+    assert data["model"] == {"name": "x"}
+    assert data["hooks"]["AfterAgent"][0]["hooks"] == [mine]
     ours = data["hooks"]["Notification"][0]["hooks"][0]
     assert ours["timeout"] == 10000  # Gemini's unit is ms
     assert ours["command"].startswith(f"'{REPORTER}' hook-event --agent gemini --event Notification --payload-stdin")

@@ -77,7 +77,8 @@ def test_editor_saving_in_place_during_200_installs_loses_nothing(tmp_path: Path
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert editor.stdin is not None and editor.stdout is not None
+    assert editor.stdin is not None
+    assert editor.stdout is not None
     outcomes: Counter[str] = Counter()
     losses: list[str] = []
     try:
@@ -116,12 +117,14 @@ def test_editor_saving_in_place_during_200_installs_loses_nothing(tmp_path: Path
     # a half-written file is waited for, never refused as invalid JSON
     assert set(outcomes) <= {"installed", "refused, retry", "both kept"}, dict(outcomes)
     # the test exercised both outcomes: installs that stuck and editor saves that came after
-    assert outcomes["both kept"] > 0 and outcomes["installed"] > 0, dict(outcomes)
+    assert outcomes["both kept"] > 0, dict(outcomes)
+    assert outcomes["installed"] > 0, dict(outcomes)
     assert no_temp_files(settings.parent)
     # with the editor gone, one more install keeps everything and adds ours
     api.install("claude", REPORTER, home=home, env={})
     final = settings.read_text()
-    assert _problems(final, ROUNDS) == [] and _ours(final)
+    assert _problems(final, ROUNDS) == []
+    assert _ours(final)
     assert os.stat(settings).st_mode & 0o777 == 0o600
 
 
@@ -160,7 +163,8 @@ def _save_right_after_our_rename(monkeypatch, settings: Path, content: str, paus
         [sys.executable, "-c", HOLDER, str(settings), content, str(pause_s)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
-    assert holder.stdin is not None and holder.stdout is not None
+    assert holder.stdin is not None
+    assert holder.stdout is not None
     assert holder.stdout.readline() == "opened\n"
     real_replace = os.replace
     fired: list[bool] = []
@@ -196,7 +200,8 @@ def test_a_save_landing_in_the_replaced_file_is_merged_again(tmp_path, monkeypat
         holder.stdin.close()
         holder.wait(10)
     text = settings.read_text()
-    assert _problems(text, 1) == [] and _ours(text)  # the user's save *and* our hooks
+    assert _problems(text, 1) == []
+    assert _ours(text)
     assert no_temp_files(settings.parent)
 
 

@@ -99,16 +99,19 @@ def log_entries(log: Path) -> list[dict]:
 def test_answer_from_shell_reaches_the_provider(daemon, tmp_root, agent, verdict, expected):
     gate = tmp_root / "gate"
     p = Provider(daemon, [*start(), request(), {"wait_file": str(gate)}, {"event": "Stop", "payload": {"session_id": "S1"}}], agent)
-    assert p.integration["status"] in ("configured", "disabled") and p.integration["changed"] is True
+    assert p.integration["status"] in ("configured", "disabled")
+    assert p.integration["changed"] is True
     hooks_file = daemon.home / (".claude/settings.json" if agent == "claude" else ".codex/hooks.json")
     installed = json.loads(hooks_file.read_text())["hooks"]["PermissionRequest"][0]["hooks"][0]
     assert installed == {"type": "command", "command": managed_command(REPORTER, agent, "PermissionRequest"), "timeout": 125}
     decision = p.pending()
-    assert decision["native"] is True and (p.get()["lifecycle"], p.get()["attention"]) == ("blocked", "permission_required")
+    assert decision["native"] is True
+    assert (p.get()["lifecycle"], p.get()["attention"]) == ("blocked", "permission_required")
     r = daemon.cli("permission", "answer", p.id, verdict)
     assert r.returncode == 0, r.stderr
     e = p.entry("PermissionRequest")
-    assert (e["rc"], e["killed"]) == (0, False) and json.loads(e["stdout"]) == expected
+    assert (e["rc"], e["killed"]) == (0, False)
+    assert json.loads(e["stdout"]) == expected
     assert e["stdout"].count("\n") == 1  # the verdict alone, one line
     assert (p.get()["lifecycle"], p.get()["pending_decision"]) == ("working", None)
     gate.touch()
@@ -120,9 +123,10 @@ def test_provider_timeout_disconnects_mid_wait_without_verdict(daemon):
     p = Provider(daemon, [*start(), request(provider_timeout=1.5)])
     p.pending()
     e = p.entry("PermissionRequest")
-    assert e["killed"] is True and e["stdout"] == ""
+    assert e["killed"] is True
+    assert e["stdout"] == ""
+    wait_until(lambda: (p.get()["pending_decision"] or {"answerable": False})["answerable"] is False)
     with pytest.raises(SignalttyError) as exc:  # a late answer grants nothing
-        wait_until(lambda: (p.get()["pending_decision"] or {"answerable": False})["answerable"] is False)
         daemon.call("decision.answer", {"pane_id": p.id, "verdict": "allow"})
     assert exc.value.code == "NO_SUCH_DECISION"
     assert p.get()["lifecycle"] == "blocked"  # the provider shows its own prompt now
@@ -177,12 +181,15 @@ def test_daemon_restart_gives_no_verdict_and_restores_read_only(tmp_root):
         p.pending()
         d.stop()
         e = wait_until(lambda: next((x for x in log_entries(log) if x.get("event")), None))
-        assert e["stdout"] == "" and e["killed"] is False
+        assert e["stdout"] == ""
+        assert e["killed"] is False
         d.start()
         restored = d.call("pane.get", {"pane_id": p.id})["pane"]["pending_decision"]
-        assert restored["native"] is True and restored["answerable"] is False
+        assert restored["native"] is True
+        assert restored["answerable"] is False
         r = d.cli("permission", "answer", p.id, "allow")
-        assert r.returncode == 1 and "NO_SUCH_DECISION" in r.stderr
+        assert r.returncode == 1
+        assert "NO_SUCH_DECISION" in r.stderr
     finally:
         if proc is not None:
             proc.kill()
@@ -209,7 +216,8 @@ def test_concurrent_answers_exactly_one_verdict(daemon):
     for t in threads:
         t.join()
     winners = [v for code, v in results if code == "ok"]
-    assert len(winners) == 1 and sorted(c for c, _ in results) == ["NO_SUCH_DECISION"] * 5 + ["ok"]
+    assert len(winners) == 1
+    assert sorted(c for c, _ in results) == ["NO_SUCH_DECISION"] * 5 + ["ok"]
     assert p.entry("PermissionRequest")["behavior"] == winners[0]
 
 
@@ -228,9 +236,11 @@ def test_read_only_request_from_a_legacy_hook_then_reinstall(daemon, tmp_root):
         e = wait_until(lambda: next((x for x in log_entries(log) if x.get("event")), None))
         assert (e["stdout"], e["rc"]) == ("", 0)
         decision = p.get()["pending_decision"]
-        assert decision["native"] is True and decision["answerable"] is False
+        assert decision["native"] is True
+        assert decision["answerable"] is False
         r = daemon.cli("permission", "answer", p.id, "allow")
-        assert r.returncode == 1 and "NO_SUCH_DECISION" in r.stderr
+        assert r.returncode == 1
+        assert "NO_SUCH_DECISION" in r.stderr
     finally:
         proc.kill()
         proc.wait()

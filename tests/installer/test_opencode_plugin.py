@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,7 +123,9 @@ def test_plugin_drives_a_real_pane(daemon, shape):
     ws = daemon.call("workspace.create", {"name": "oc", "cwd": str(root)})["workspace"]
     pane = daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sh", "-c", script + "exec sleep 60"],
                                       "agent_hint": "opencode"})["pane"]
-    get = lambda: daemon.call("pane.get", {"pane_id": pane["id"]})["pane"]
+
+    def get() -> dict[str, Any]:
+        return daemon.call("pane.get", {"pane_id": pane["id"]})["pane"]
 
     def run(i: int) -> None:
         (root / f"oc-go-{i}").touch()
@@ -133,7 +136,8 @@ def test_plugin_drives_a_real_pane(daemon, shape):
 
     run(0)
     p = wait_until(lambda: get()["lifecycle"] == "working" and get())
-    assert p["agent"]["agent_session_id"] == "ses_1" and p["hooked"] is True
+    assert p["agent"]["agent_session_id"] == "ses_1"
+    assert p["hooked"] is True
     run(1)
     p = wait_until(lambda: get()["lifecycle"] == "failed" and get())
     assert (p["attention"], p["last_message"]) == ("error", "rate limited")
@@ -160,10 +164,18 @@ def test_plugin_permission_is_answered_through_opencodes_reply_api(daemon):
     host = [NODE, *detect_flag(), str(Path(__file__).parent / "node" / "load_session.mjs"), plugin, str(box)]
     ws = daemon.call("workspace.create", {"name": "oc", "cwd": str(daemon.root)})["workspace"]
     pane_id = daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": host, "agent_hint": "opencode"})["pane"]["id"]
-    get = lambda: daemon.call("pane.get", {"pane_id": pane_id})["pane"]
-    listed = lambda: daemon.call("permission.list", {"pane_id": pane_id})["permissions"]
-    posts = lambda: [json.loads(x) for x in (box / "posts.jsonl").read_text().splitlines()] \
-        if (box / "posts.jsonl").exists() else []
+
+    def get() -> dict[str, Any]:
+        return daemon.call("pane.get", {"pane_id": pane_id})["pane"]
+
+    def listed() -> list[dict[str, Any]]:
+        return daemon.call("permission.list", {"pane_id": pane_id})["permissions"]
+
+    def posts() -> list[Any]:
+        if not (box / "posts.jsonl").exists():
+            return []
+        return [json.loads(x) for x in (box / "posts.jsonl").read_text().splitlines()]
+
     sent = [0]
 
     def feed(events: object) -> None:
@@ -186,19 +198,22 @@ def test_plugin_permission_is_answered_through_opencodes_reply_api(daemon):
     wait_until(lambda: state() == ("blocked", "permission_required") and listed(), 15)
     (dec,) = listed()
     assert (dec["tool_name"], dec["native"], dec["answerable"]) == ("bash", True, True)
-    assert dec["prompt"].startswith("Allow bash?") and "touch perm_marker.txt" in dec["prompt"]
+    assert dec["prompt"].startswith("Allow bash?")
+    assert "touch perm_marker.txt" in dec["prompt"]
     assert get()["last_message"] == "bash: touch perm_marker.txt"
     daemon.call("decision.answer", {"pane_id": pane_id, "decision_id": dec["decision_id"], "verdict": "allow"})
     wait_until(lambda: posts(), 15)
     assert posts() == [{"url": "/permission/per_1/reply", "body": {"reply": "once"}}]
     feed([_replied("per_1", "once")])
-    assert state() == ("working", "none") and listed() == []
+    assert state() == ("working", "none")
+    assert listed() == []
 
     # answered in OpenCode's own dialog: the request is withdrawn, nothing is sent
     feed([{**ASKED, "properties": {**ASKED["properties"], "id": "per_2"}}])
     wait_until(lambda: state() == ("blocked", "permission_required") and listed(), 15)
     feed([_replied("per_2", "reject")])
-    assert state() == ("working", "none") and listed() == []
+    assert state() == ("working", "none")
+    assert listed() == []
     with pytest.raises(SignalttyError) as exc:
         daemon.call("decision.answer", {"pane_id": pane_id, "verdict": "deny"})
     assert exc.value.code == "NO_SUCH_DECISION"

@@ -8,6 +8,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,18 +27,22 @@ def test_install_writes_one_managed_extension_and_leaves_a_foreign_one(tmp_path)
     ext = home / ".pi" / "agent" / "extensions" / "signaltty.ts"
     assert (r.file, r.changed) == (str(ext), True)
     text = ext.read_text()
-    assert pi.is_managed(text) and 'const REPORTER = "/opt/bin/signaltty";' in text
+    assert pi.is_managed(text)
+    assert 'const REPORTER = "/opt/bin/signaltty";' in text
     assert not api.install("pi", "/opt/bin/signaltty", home=home, env={}).changed
     assert api.status("pi", home=home, env={})["installed"] is True
     # $PI_CODING_AGENT_DIR moves the root
     moved = api.install("pi", "/opt/bin/signaltty", env={"PI_CODING_AGENT_DIR": str(tmp_path / "agentdir")})
     assert moved.file == str(tmp_path / "agentdir" / "extensions" / "signaltty.ts")
-    assert api.uninstall("pi", home=home, env={}).changed and not ext.exists()
+    assert api.uninstall("pi", home=home, env={}).changed
+    assert not ext.exists()
     ext.write_text("export default function mine(pi) {}\n")
     with pytest.raises(Exception, match="not managed by signaltty"):
         api.install("pi", "/opt/bin/signaltty", home=home, env={})
     report = api.uninstall("pi", home=home, env={})
-    assert not report.changed and report.notice and ext.read_text().startswith("export default function mine")
+    assert not report.changed
+    assert report.notice
+    assert ext.read_text().startswith("export default function mine")
     assert api.status("pi", home=home, env={}) == {"installed": False, "file": str(ext), "foreign_extension": True}
 
 
@@ -55,10 +60,20 @@ def test_extension_reports_turns_and_makes_confirm_dialogs_answerable(daemon):
     ws = daemon.call("workspace.create", {"name": "pi", "cwd": str(daemon.root)})["workspace"]
     pane_id = daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": [NODE, str(HOST), str(ext), str(box)],
                                          "agent_hint": "pi"})["pane"]["id"]
-    get = lambda: daemon.call("pane.get", {"pane_id": pane_id})["pane"]
-    state = lambda: (get()["lifecycle"], get()["attention"])
-    listed = lambda: daemon.call("permission.list", {"pane_id": pane_id})["permissions"]
-    result = lambda k: json.loads((box / f"result-{k}.json").read_text()) if (box / f"result-{k}.json").exists() else None
+
+    def get() -> dict[str, Any]:
+        return daemon.call("pane.get", {"pane_id": pane_id})["pane"]
+
+    def state() -> tuple[str, str]:
+        return (get()["lifecycle"], get()["attention"])
+
+    def listed() -> list[dict[str, Any]]:
+        return daemon.call("permission.list", {"pane_id": pane_id})["permissions"]
+
+    def result(k: int) -> Any:
+        path = box / f"result-{k}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
     sent = [0]
 
     def cmd(c: object) -> None:
@@ -71,7 +86,8 @@ def test_extension_reports_turns_and_makes_confirm_dialogs_answerable(daemon):
 
     cmd(["emit", "session_start", {"type": "session_start", "reason": "startup"}])
     wait_until(lambda: state() == ("idle", "none"), 15)
-    assert get()["agent"]["agent_session_id"] == "pi-ses-1" and get()["hooked"]
+    assert get()["agent"]["agent_session_id"] == "pi-ses-1"
+    assert get()["hooked"]
     cmd(["emit", "agent_start", {"type": "agent_start"}])
     wait_until(lambda: state() == ("working", "none"), 15)
 
@@ -79,10 +95,12 @@ def test_extension_reports_turns_and_makes_confirm_dialogs_answerable(daemon):
     wait_until(lambda: state() == ("blocked", "permission_required") and listed(), 15)
     (dec,) = listed()
     assert (dec["native"], dec["answerable"], dec["agent"]) == (True, True, "pi")
-    assert "Allow: touch marker?" in dec["prompt"] and get()["last_message"] == "Allow: touch marker?"
+    assert "Allow: touch marker?" in dec["prompt"]
+    assert get()["last_message"] == "Allow: touch marker?"
     daemon.call("decision.answer", {"pane_id": pane_id, "verdict": "allow"})
     wait_until(lambda: result(0) is not None, 15)
-    assert result(0) is True and state() == ("working", "none")
+    assert result(0) is True
+    assert state() == ("working", "none")
 
     cmd(["confirm", "Permission required", "Allow: rm x?"])
     wait_until(lambda: listed(), 15)

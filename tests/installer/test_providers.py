@@ -41,14 +41,18 @@ def codex_home(tmp_path: Path, config: str | None) -> Path:
 def test_codex_flag_added_comments_and_trust_kept(tmp_path):
     root = codex_home(tmp_path, CONFIG)
     r = api.install("codex", REPORTER, home=tmp_path, env={})
-    assert r.changed and r.notice == codex.TRUST_NOTICE
+    assert r.changed
+    assert r.notice == codex.TRUST_NOTICE
     text = (root / "config.toml").read_text()
     assert text.startswith(CONFIG.rstrip("\n"))  # every byte of the user's file kept
     assert text[len(CONFIG):].strip() == "hooks = true"
-    assert '"abc" = { trusted = true }' in text and "# Codex's own trust records" in text
+    assert '"abc" = { trusted = true }' in text
+    assert "# Codex's own trust records" in text
     before = snap(root / "config.toml")
     r = api.install("codex", REPORTER, home=tmp_path, env={})
-    assert not r.changed and r.notice is None and snap(root / "config.toml") == before
+    assert not r.changed
+    assert r.notice is None
+    assert snap(root / "config.toml") == before
     assert api.status("codex", home=tmp_path, env={})["feature_flag"] == "enabled"
     api.uninstall("codex", home=tmp_path, env={})
     assert snap(root / "config.toml") == before  # uninstall leaves config.toml alone
@@ -96,7 +100,9 @@ def test_opencode_foreign_plugin_refused_and_left(tmp_path):
         api.install("opencode", REPORTER, home=tmp_path, env={})
     assert snap(f) == before
     r = api.uninstall("opencode", home=tmp_path, env={})
-    assert not r.changed and "not managed" in r.notice and snap(f) == before
+    assert not r.changed
+    assert "not managed" in r.notice
+    assert snap(f) == before
     assert api.status("opencode", home=tmp_path, env={}) == {"installed": False, "file": str(f), "foreign_plugin": True}
 
 
@@ -104,9 +110,11 @@ def test_opencode_plugin_rendered_and_refreshed(tmp_path):
     r = api.install("opencode", REPORTER, home=tmp_path, env={})
     text = Path(r.file).read_text()
     assert text.splitlines()[0] == opencode.MARKER
-    assert f"const REPORTER = {json.dumps(REPORTER)};" in text and "@SIGNALTTY" not in text
+    assert f"const REPORTER = {json.dumps(REPORTER)};" in text
+    assert "@SIGNALTTY" not in text
     assert api.install("opencode", "/other/signaltty", home=tmp_path, env={}).changed
-    assert api.uninstall("opencode", home=tmp_path, env={}).changed and not Path(r.file).exists()
+    assert api.uninstall("opencode", home=tmp_path, env={}).changed
+    assert not Path(r.file).exists()
 
 
 def test_provider_homes_from_environment(tmp_path, monkeypatch):
@@ -162,7 +170,8 @@ def test_cli_install_status_uninstall(tmp_path, cli_env):
     assert lines[0] == f"configured claude hooks ({home}/.claude/settings.json)"
     assert lines[2] == codex.TRUST_NOTICE
     assert lines[3] == f"configured opencode hooks ({tmp_path}/cfg/opencode/plugins/signaltty.js)"
-    assert not (tmp_path / "ignored").exists() and not (tmp_path / "realhome").exists()
+    assert not (tmp_path / "ignored").exists()
+    assert not (tmp_path / "realhome").exists()
     settings = json.loads((home / ".claude/settings.json").read_text())
     reporter = str(Path(sys.executable).parent / "signaltty")
     assert settings["hooks"]["Stop"][0]["hooks"][0]["command"].startswith(f"'{reporter}' hook-event")
@@ -183,13 +192,15 @@ def test_cli_install_status_uninstall(tmp_path, cli_env):
         f"pi: installed ({home}/.pi/agent/extensions/signaltty.ts)",
         f"gemini: installed ({home}/.gemini/settings.json)",
     ]
-    assert out[6].startswith("manifest bad: BROKEN: ") and out[6].endswith(f"({agents}/bad.toml)")
+    assert out[6].startswith("manifest bad: BROKEN: ")
+    assert out[6].endswith(f"({agents}/bad.toml)")
     assert out[7] == f"manifest tern: kind=generic ({agents}/tern.toml)"
     js = json.loads(cli("integration", "status", "--json", "--home", str(home), env=cli_env).stdout)
     assert js["codex"] == {"installed": True, "file": f"{home}/.codex/hooks.json", "missing_events": [],
                            "trust": "provider_review", "feature_flag": "enabled"}
     assert js["manifests"][1] == {"name": "tern", "manifest": {"file": f"{agents}/tern.toml", "kind": "generic", "ok": True}}
-    assert js["manifests"][0]["manifest"]["ok"] is False and js["manifests"][0]["manifest"]["error"]
+    assert js["manifests"][0]["manifest"]["ok"] is False
+    assert js["manifests"][0]["manifest"]["error"]
     r = cli("integration", "uninstall", "cursor", "--home", str(home), "--json", env=cli_env)
     assert json.loads(r.stdout) == {"reports": [{"agent": "cursor", "file": f"{home}/.cursor/hooks.json", "changed": True}]}
     r = cli("integration", "uninstall", "cursor", "--home", str(home), env=cli_env)
@@ -206,7 +217,9 @@ def test_cli_error_exit_1_others_still_processed(tmp_path, cli_env):
     assert "configured cursor hooks" in r.stdout
     assert (home / ".claude/settings.json").read_text() == "{oops"
     r = cli("integration", "status", "claude", "--home", str(home), env=cli_env)
-    assert r.returncode == 0 and r.stdout.startswith("claude: not installed (") and "invalid JSON" in r.stdout
+    assert r.returncode == 0
+    assert r.stdout.startswith("claude: not installed (")
+    assert "invalid JSON" in r.stdout
     r = cli("integration", "install", "nope", env=cli_env)
     assert r.returncode == 2  # argparse usage error
     status = cli("integration", "status", "--home", str(home), env={**cli_env, "SIGNALTTY_AGENTS_DIR": str(tmp_path / "none")})

@@ -102,7 +102,8 @@ def test_claude_code_runs_installed_hooks(daemon, tmp_root):
         "ANTHROPIC_BASE_URL": OFFLINE_MODEL, "ANTHROPIC_API_KEY": "sk-ant-mock-" + "0" * 30,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
     p = run_until_session(daemon, pane_for(daemon, "claude"), [claude, "-p", "hello"], env, work)
-    assert p["hooked"] is True and p["agent"]["kind"] == "claude"
+    assert p["hooked"] is True
+    assert p["agent"]["kind"] == "claude"
 
 
 def test_codex_runs_installed_hooks(daemon, tmp_root):
@@ -119,12 +120,14 @@ def test_codex_runs_installed_hooks(daemon, tmp_root):
     assert api.install("codex", REPORTER, home=home, env={}).changed
     env = base_env(daemon, home) | {"CODEX_HOME": str(codex_home), "MOCK_API_KEY": "x"}
     features = subprocess.run([codex, "features", "list"], env=env, capture_output=True, text=True, timeout=60, check=False)
-    assert features.returncode == 0 and any(line.split()[:1] == ["hooks"] and line.split()[-1] == "true"
+    assert features.returncode == 0
+    assert any(line.split()[:1] == ["hooks"] and line.split()[-1] == "true"
                                             for line in features.stdout.splitlines())
     # hook trust is Codex's own review: this test alone bypasses it for one invocation
     argv = [codex, "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "hello"]
     p = run_until_session(daemon, pane_for(daemon, "codex"), argv, env, work)
-    assert p["hooked"] is True and p["agent"]["kind"] == "codex"
+    assert p["hooked"] is True
+    assert p["agent"]["kind"] == "codex"
 
 
 def test_opencode_loads_installed_plugin(daemon, tmp_root):
@@ -142,4 +145,5 @@ def test_opencode_loads_installed_plugin(daemon, tmp_root):
         "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
         "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}
     p = run_until_session(daemon, pane_for(daemon, "opencode"), [opencode, "run", "hello"], env, work)
-    assert p["agent"]["agent_session_id"].startswith("ses_") and p["hooked"] is True
+    assert p["agent"]["agent_session_id"].startswith("ses_")
+    assert p["hooked"] is True

@@ -30,6 +30,7 @@ failure messages. Run it alone with ``python fake_model.py [PORT]`` to point a C
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -503,10 +504,8 @@ def main() -> None:
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     fake = FakeModel(port)
     print(fake.url, flush=True)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a person stops it by hand
         fake.server.serve_forever()
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

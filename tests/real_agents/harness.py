@@ -200,7 +200,7 @@ class Session:
         """
         self.send(text.encode())
         self.wait_screen(lambda s: text in s, f"the typed prompt {text!r}", timeout=20)
-        time.sleep(self.agent.submit_delay)
+        time.sleep(self.agent.submit_delay)  # per agent: a fast text+Enter is taken as a paste
         self.send(b"\r")
 
     # ------------------------------------------------------------------ screen waits

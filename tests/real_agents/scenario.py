@@ -99,7 +99,7 @@ class Scenario:
         deadline = time.monotonic() + timeout
         while True:
             self.s.wait_screen(ok, what, timeout=max(1.0, deadline - time.monotonic()))
-            time.sleep(0.4)
+            time.sleep(0.4)  # not synchronisation: the check is "still settled 0.4 s later"
             text = self.s.screen()
             if ok(text):
                 self.log(f"screen: {what}")
@@ -127,7 +127,7 @@ class Scenario:
     def _keys(self, keys: list[bytes]) -> None:
         for k in keys:
             self.s.send(k)
-            time.sleep(0.3)
+            time.sleep(0.3)  # the TUIs drop or merge keys typed faster (a person's pace)
 
     def _answer_cli(self, verdict: str) -> subprocess.CompletedProcess[str]:
         return self.s.cli("permission", "answer", self.s.pane_id, verdict)
@@ -141,10 +141,12 @@ class Scenario:
             self.s.wait_screen(lambda t: "Hooks need review" in t, "Codex's 'Hooks need review' dialog")
             st.obs["hooks_review"] = self.s.expect("blocked", "input_required", "Codex 'Hooks need review' dialog")
             self.s.send(b"2")  # "2. Trust all and continue"
-            time.sleep(0.3)
-            text = self.s.screen()
-            if "Hooks need review" in text:
-                self.s.send(b"\r")
+            try:
+                self.s.wait_screen(
+                    lambda t: "Hooks need review" not in t, "the hooks dialog closed", timeout=3
+                )
+            except DriveError:
+                self.s.send(b"\r")  # a version that selects on the digit and confirms on Enter
         self._wait_settled("the idle prompt at start-up")
         st.obs["idle"] = self.s.expect("idle", "none", "idle prompt at start-up")
 

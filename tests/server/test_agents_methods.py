@@ -92,7 +92,8 @@ def test_list_shows_bundled_user_and_failures(agents_daemon: DaemonProc) -> None
     adir = d.root / "agents"
     r = d.call("agents.list")
     assert r["dir"] == str(adir)
-    assert ids(r)["tern"] == "user" and len(r["manifests"]) == N_BUNDLED + 1
+    assert ids(r)["tern"] == "user"
+    assert len(r["manifests"]) == N_BUNDLED + 1
     assert all(src == "bundled" for i, src in ids(r).items() if i != "tern")
     tern = next(m for m in r["manifests"] if m["id"] == "tern")
     assert tern == {
@@ -111,7 +112,9 @@ def test_list_shows_bundled_user_and_failures(agents_daemon: DaemonProc) -> None
     # the CLI: human table and --json
     out = d.cli("agents", "list")
     assert out.returncode == 0, out.stderr
-    assert "tern" in out.stdout and "user" in out.stdout and "unknown region 'bottm'" in out.stdout
+    assert "tern" in out.stdout
+    assert "user" in out.stdout
+    assert "unknown region 'bottm'" in out.stdout
     assert json.loads(d.cli("--json", "agents", "list").stdout) == r
 
 
@@ -124,7 +127,9 @@ def test_reload_swaps_and_emits_event(agents_daemon: DaemonProc) -> None:
     (adir / "tern.toml").unlink()
     (adir / "gemini.toml").write_text('[agent]\nkind = "generic"\ndisplay_name = "My Gemini"\n')
     r = d.call("agents.reload")
-    assert "tern" not in ids(r) and ids(r)["broken"] == "user" and r["failures"] == []
+    assert "tern" not in ids(r)
+    assert ids(r)["broken"] == "user"
+    assert r["failures"] == []
     if "gemini" in {p.stem for p in BUNDLED_DIR.glob("*.toml")}:
         assert ids(r)["gemini"] == "user"
     assert next(m for m in r["manifests"] if m["id"] == "gemini")["display_name"] == "My Gemini"
@@ -135,10 +140,13 @@ def test_reload_swaps_and_emits_event(agents_daemon: DaemonProc) -> None:
     # the reporter no longer knows tern
     with pytest.raises(SignalttyError) as ei:
         d.call("hook-event", {"agent": "tern", "event": "TurnStarted"})
-    assert ei.value.code == "BAD_PARAMS" and "unknown agent" in ei.value.message
+    assert ei.value.code == "BAD_PARAMS"
+    assert "unknown agent" in ei.value.message
     # the CLI reload prints the new table
     out = d.cli("agents", "reload")
-    assert out.returncode == 0 and "My Gemini" not in out.stdout and "broken" in out.stdout
+    assert out.returncode == 0
+    assert "My Gemini" not in out.stdout
+    assert "broken" in out.stdout
     sub.close()
 
 
@@ -152,9 +160,11 @@ def test_sighup_reloads(agents_daemon: DaemonProc) -> None:
     assert d.proc is not None
     d.proc.send_signal(signal.SIGHUP)
     ev = sub.next_event(timeout=10)
-    assert ev["event"] == "agents.reloaded" and ev["payload"]["failures"] == []
+    assert ev["event"] == "agents.reloaded"
+    assert ev["payload"]["failures"] == []
     r = d.call("agents.list")
-    assert ids(r)["kestrel"] == "user" and "tern" in ids(r)
+    assert ids(r)["kestrel"] == "user"
+    assert "tern" in ids(r)
     assert d.proc.poll() is None  # SIGHUP never stops the daemon
     sub.close()
 
@@ -167,19 +177,23 @@ def test_unlistable_dir_keeps_active_set(agents_daemon: DaemonProc) -> None:
     adir.write_text("not a directory")
     with pytest.raises(SignalttyError) as ei:
         d.call("agents.reload")
-    assert ei.value.code == "IO_ERROR" and str(adir) in ei.value.message
+    assert ei.value.code == "IO_ERROR"
+    assert str(adir) in ei.value.message
     assert d.call("agents.list") == before
     # SIGHUP with the same problem: logged, set kept, daemon alive
     assert d.proc is not None
     d.proc.send_signal(signal.SIGHUP)
     wait_until(lambda: "agents.reload_failed" in d.stderr(), timeout=10)
-    assert d.call("agents.list") == before and d.proc.poll() is None
+    assert d.call("agents.list") == before
+    assert d.proc.poll() is None
     out = d.cli("agents", "reload")
-    assert out.returncode == 1 and "IO_ERROR" in out.stderr
+    assert out.returncode == 1
+    assert "IO_ERROR" in out.stderr
     # a missing directory is fine: no user manifests
     adir.unlink()
     r = d.call("agents.reload")
-    assert set(ids(r).values()) == {"bundled"} and r["failures"] == []
+    assert set(ids(r).values()) == {"bundled"}
+    assert r["failures"] == []
 
 
 def test_unlistable_dir_at_start_is_not_fatal(tmp_root: Path) -> None:
@@ -189,7 +203,8 @@ def test_unlistable_dir_at_start_is_not_fatal(tmp_root: Path) -> None:
     d.start()
     try:
         r = d.call("agents.list")
-        assert r["dir"] == str(afile) and len(r["manifests"]) == N_BUNDLED
+        assert r["dir"] == str(afile)
+        assert len(r["manifests"]) == N_BUNDLED
         assert r["failures"][0]["file"] == str(afile)
         assert "cannot list directory" in r["failures"][0]["error"]
     finally:
@@ -207,7 +222,9 @@ def test_agents_dir_flag_beats_env(tmp_root: Path) -> None:
     d.start("--agents-dir", str(flag_dir))
     try:
         r = d.call("agents.list")
-        assert r["dir"] == str(flag_dir) and "from-flag" in ids(r) and "from-env" not in ids(r)
+        assert r["dir"] == str(flag_dir)
+        assert "from-flag" in ids(r)
+        assert "from-env" not in ids(r)
     finally:
         d.stop()
         assert not d.kill_leftovers()
@@ -237,7 +254,8 @@ def test_user_manifest_maps_hooks_for_a_real_pane(agents_daemon: DaemonProc) -> 
     ]
     assert log[4]["stderr"].strip() == "dropped tern:Unmapped (unrecognized_hook)"  # generic: only mapped events
     pane = a.get()
-    assert pane["lifecycle"] == "done" and pane["attention"] == "unread"
+    assert pane["lifecycle"] == "done"
+    assert pane["attention"] == "unread"
     assert pane["last_message"] == "turn complete"
     assert pane["agent"]["agent_session_id"] == "T-1"
     assert pane["agent"]["resume_argv"][1:] == ["chat", "--resume", "T-1"]
@@ -249,10 +267,12 @@ def test_direct_hook_event_mapping_and_unknown(agents_daemon: DaemonProc) -> Non
     ws = d.call("workspace.create", {"name": "w", "cwd": str(d.root)})["workspace"]
     pane = d.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sleep", "60"]})["pane"]
     r = d.call("hook-event", {"agent": "tern", "event": "TurnStarted", "pane_id": pane["id"], "payload": {}})
-    assert r["accepted"] and (r["lifecycle"], r["attention"]) == ("working", "none")
+    assert r["accepted"]
+    assert (r["lifecycle"], r["attention"]) == ("working", "none")
     with pytest.raises(SignalttyError) as ei:
         d.call("hook-event", {"agent": "nonesuch", "event": "X", "pane_id": pane["id"]})
-    assert ei.value.code == "BAD_PARAMS" and "unknown agent" in ei.value.message
+    assert ei.value.code == "BAD_PARAMS"
+    assert "unknown agent" in ei.value.message
     d.call("pane.close", {"pane_id": pane["id"], "signal": "KILL"})
 
 
@@ -265,7 +285,8 @@ def test_resume_uses_the_manifest_template(agents_daemon: DaemonProc) -> None:
     tern.chmod(0o755)
     ws = d.call("workspace.create", {"name": "w", "cwd": str(d.root)})["workspace"]
     pane = d.call("pane.spawn", {"workspace_id": ws["id"], "argv": [str(tern)]})["pane"]
-    assert pane["agent"]["catalog_id"] == "tern" and pane["agent"]["kind"] == "generic"
+    assert pane["agent"]["catalog_id"] == "tern"
+    assert pane["agent"]["kind"] == "generic"
     d.call("hook-event", {"agent": "tern", "event": "TurnStarted", "pane_id": pane["id"],
                           "payload": {"conversation": {"id": "T-9"}}})
     d.call("pane.signal", {"pane_id": pane["id"], "signal": "KILL"})

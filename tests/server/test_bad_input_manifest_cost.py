@@ -9,6 +9,9 @@ daemon never blocks its loop for long. Two manifests break that today:
   becomes ready, on ``agents.reload``/SIGHUP it stops answering;
 * a 0.9 MB file with 100 000 tiny patterns (under the 1 MiB cap) takes ~20 s to compile,
   synchronously on the loop: every client waits that long.
+
+Here: ``server.status`` is answered (within a 5 s timeout) throughout; how long each call
+waits is measured by ``bench/latency.py --scenarios patterns,binaries``.
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ import json
 import signal
 import socket
 import threading
-import time
+from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import DaemonProc
+from tests.conftest import DaemonProc, wait_until
 
 
 def _raw_call(d: DaemonProc, method: str, timeout: float) -> dict | None:
@@ -42,21 +45,16 @@ def _raw_call(d: DaemonProc, method: str, timeout: float) -> dict | None:
         s.close()
 
 
-def _status_latency_during(d: DaemonProc, action, probe_for: float) -> float:
-    """Run ``action`` in a thread; return the worst ``server.status`` latency meanwhile."""
-    worst = 0.0
-    t = threading.Thread(target=action, daemon=True)
+def _answered_while(d: DaemonProc, action: Callable[[], object]) -> object:
+    """Run ``action`` in a thread; every ``server.status`` sent meanwhile must be answered
+    within 5 s. Returns what ``action`` returned."""
+    result: list[object] = []
+    t = threading.Thread(target=lambda: result.append(action()), daemon=True)
     t.start()
-    time.sleep(0.2)
-    end = time.monotonic() + probe_for
-    while time.monotonic() < end:
-        t0 = time.monotonic()
-        r = _raw_call(d, "server.status", timeout=probe_for)
-        worst = max(worst, time.monotonic() - t0 if r is not None else probe_for)
-        if r is None:
-            break
-        time.sleep(0.05)
-    return worst
+    while t.is_alive():
+        assert _raw_call(d, "server.status", timeout=5) is not None, "server.status not answered"
+        t.join(0.05)
+    return result[0] if result else None
 
 
 def test_counted_repeat_bomb_is_a_failure_not_a_hang(tmp_root: Path) -> None:
@@ -98,8 +96,11 @@ def test_huge_pattern_list_does_not_stall_the_loop(tmp_root: Path) -> None:
             f'[[screen]]\nid = "a"\nstate = "idle"\nregex = [{pats}]\n'
         )
         assert (adir / "many.toml").stat().st_size < 1 << 20
-        worst = _status_latency_during(d, lambda: _raw_call(d, "agents.reload", timeout=120), probe_for=6)
-        assert worst < 2.0, f"server.status took {worst:.1f} s while agents.reload compiled one user file"
+        r = _answered_while(d, lambda: _raw_call(d, "agents.reload", timeout=120))
+        assert isinstance(r, dict), r
+        assert r["ok"], r
+        files = {Path(f["file"]).name for f in r["result"]["failures"]}
+        assert "many.toml" in files or "many" in {m["id"] for m in r["result"]["manifests"]}
     finally:
         if d.proc is not None and d.proc.poll() is None:
             d.proc.send_signal(signal.SIGKILL)
@@ -123,17 +124,15 @@ def test_huge_binaries_list_does_not_stall_every_process_refresh(tmp_root: Path)
     d.start()
     try:
         ws = d.call("workspace.create", {"name": "w", "cwd": str(d.root)})["workspace"]["id"]
-        for _ in range(100):
-            d.call("pane.spawn", {"workspace_id": ws, "argv": ["sleep", "120"]})
-        worst = 0.0
-        end = time.monotonic() + 22  # two refresh periods
-        while time.monotonic() < end:
-            t0 = time.monotonic()
-            r = _raw_call(d, "server.status", timeout=30)
-            assert r is not None
-            worst = max(worst, time.monotonic() - t0)
-            time.sleep(0.05)
-        assert worst < 1.0, f"server.status took {worst:.2f} s during a process refresh"
+        for _ in range(100):  # "sh" until a refresh reads /proc and finds "sleep"
+            d.call("pane.spawn", {"workspace_id": ws, "argv": ["sh", "-c", "exec sleep 120"]})
+
+        def refreshed() -> bool:
+            assert _raw_call(d, "server.status", timeout=5) is not None, "status not answered"
+            return all(p["process_name"] == "sleep" for p in d.call("pane.list")["panes"])
+
+        # a refresh ran over every pane (detection against the 80 000 names) meanwhile
+        wait_until(refreshed, timeout=60, what="a process refresh over all 100 panes")
     finally:
         d.stop()
         d.kill_leftovers()

@@ -11,22 +11,28 @@ The same hole is open through ``pane.spawn {cwd}`` / ``workspace.create {cwd}`` 
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 
 from tests.conftest import DaemonProc, wait_until
 
 
-def test_cwd_follow_into_non_utf8_directory_keeps_state_saveable(daemon: DaemonProc) -> None:
-    d = daemon
+def test_cwd_follow_into_non_utf8_directory_keeps_state_saveable(configured) -> None:
+    d = configured("[server]\nproc_refresh_s = 2\n")
     ws = d.call("workspace.create", {"name": "first", "cwd": str(d.root)})["workspace"]["id"]
-    script = 'd=$(printf "%s/brk\\377"); mkdir -p "$d"; cd "$d"; exec sleep 120' % d.root
+    script = f'd=$(printf "{d.root}/brk\\377"); mkdir -p "$d"; cd "$d"; exec sleep 120'
     pid = d.call("pane.spawn", {"workspace_id": ws, "argv": ["sh", "-c", script]})["pane"]["id"]
-    # the 10 s process refresh sees the new cwd (or refuses it; either is fine)
+    # the process refresh sees the new cwd (or refuses it; either is fine)
     wait_until(lambda: d.call("pane.get", {"pane_id": pid})["pane"]["process_name"] == "sleep", timeout=15)
-    import time
-
-    time.sleep(11)
+    # A witness for "a later refresh ran": a shell that moves into an ordinary directory
+    # after the cwd above was set; once its new cwd shows, the odd pane was scanned again.
+    (d.root / "plain").mkdir()
+    witness = d.call("pane.spawn", {"workspace_id": ws, "argv": ["sh"]})["pane"]["id"]
+    typed = base64.b64encode(f"cd {d.root}/plain\r".encode()).decode()
+    d.call("pane.input", {"pane_id": witness, "data_b64": typed})
+    wait_until(lambda: d.call("pane.get", {"pane_id": witness})["pane"]["cwd"] == f"{d.root}/plain",
+               timeout=20, what="a process refresh after the cwd change")
     d.call("workspace.create", {"name": "second", "cwd": str(d.root)})
     assert d.stop() == 0
     assert "UnicodeEncodeError" not in d.stderr()
@@ -36,7 +42,7 @@ def test_cwd_follow_into_non_utf8_directory_keeps_state_saveable(daemon: DaemonP
     names = sorted(w["name"] for w in d.call("workspace.list")["workspaces"])
     assert names == ["first", "second"]
     panes = d.call("pane.list")["panes"]
-    assert [p["id"] for p in panes] == [pid]
+    assert sorted(p["id"] for p in panes) == sorted([pid, witness])
 
 
 def test_spawn_cwd_with_lone_surrogate_is_refused_or_saveable(daemon: DaemonProc) -> None:

@@ -57,7 +57,8 @@ def test_after_start_paste_is_not_interleaved_with_terminal_replies(tmp_root: Pa
         wait_until(out.exists, timeout=20)
         got = out.read_bytes()
         start, end = got.find(b"\x1b[200~"), got.find(b"\x1b[201~")
-        assert start == 0 and end > 0, got[:80]
+        assert start == 0, got[:80]
+        assert end > 0, got[:80]
         inner = got[start + 6 : end]
         n_esc = inner.count(b"\x1b")
         assert inner == prompt.encode(), (

@@ -31,7 +31,7 @@ SCENARIOS = [
 ]
 
 
-@pytest.mark.parametrize("agent,steps", SCENARIOS, ids=[s[0] for s in SCENARIOS])
+@pytest.mark.parametrize(("agent", "steps"), SCENARIOS, ids=[s[0] for s in SCENARIOS])
 def test_real_captures_drive_an_unhooked_pane(daemon: DaemonProc, agent: str, steps: list[tuple[str, str]]) -> None:
     if not REAL.is_dir():
         pytest.fail(f"real captures missing: {REAL}")
@@ -48,17 +48,19 @@ def test_real_captures_drive_an_unhooked_pane(daemon: DaemonProc, agent: str, st
         data = (json.dumps({"file": str(path)}) + "\r").encode()
         daemon.call("pane.input", {"pane_id": pid, "data_b64": base64.b64encode(data).decode()})
 
-        def reached() -> dict[str, Any] | None:
+        def reached(want: str = lifecycle) -> dict[str, Any] | None:
             p = daemon.call("pane.get", {"pane_id": pid})["pane"]
-            return p if p["lifecycle"] == lifecycle else None
+            return p if p["lifecycle"] == want else None
 
         try:
             p = wait_until(reached, timeout=10)
         except AssertionError:
             ex = daemon.call("pane.explain", {"pane_id": pid})
             raise AssertionError(f"{agent} {capture}: expected {lifecycle}, explain: {ex['matched']}") from None
-        assert p["authority"] == "screen" and p["lifecycle_source"] == "screen"
+        assert p["authority"] == "screen"
+        assert p["lifecycle_source"] == "screen"
         if lifecycle == "blocked":
             assert p["attention"] == "input_required"
     ex = daemon.call("pane.explain", {"pane_id": pid})
-    assert ex["source"] == "bundled" and ex["rules"][-1]["id"] == "idle_fallback"
+    assert ex["source"] == "bundled"
+    assert ex["rules"][-1]["id"] == "idle_fallback"

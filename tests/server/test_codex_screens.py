@@ -45,7 +45,8 @@ def test_hooks_review_dialog_reads_blocked_and_says_what_to_do(daemon: DaemonPro
                                {"wait_file": str(gate)}])
     try:
         p = wait_until(lambda: (q := get(daemon, pid))["lifecycle"] == "blocked" and q, timeout=10)
-        assert p["attention"] == "input_required" and p["agent"]["kind"] == "codex"
+        assert p["attention"] == "input_required"
+        assert p["agent"]["kind"] == "codex"
         assert "2. Trust all and continue" in (p["last_message"] or "")
         assert daemon.call("pane.explain", {"pane_id": pid})["matched"]["id"] == "hooks_review"
     finally:

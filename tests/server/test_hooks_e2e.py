@@ -86,7 +86,9 @@ def test_claude_turn_through_real_reporter(daemon):
     # a path-qualified launch resumes with the same path (agents.md §3.4 step 4)
     assert p["agent"]["agent_session_id"] == "S1"
     assert p["agent"]["resume_argv"] == [str(daemon.root / "bin" / "claude"), "--resume", "S1"]
-    assert p["hooked"] is True and p["authority"] == "hook" and p["agent"]["kind"] == "claude"
+    assert p["hooked"] is True
+    assert p["authority"] == "hook"
+    assert p["agent"]["kind"] == "claude"
 
 
 def test_routing_by_ancestry_without_pane_env(daemon):
@@ -104,14 +106,19 @@ def test_foreign_hook_and_daemon_down(daemon, tmp_root):
         ["signaltty", "hook-event", "--agent", "cursor", "--event", "sessionStart", "--json"],
         env=env, capture_output=True, text=True,
     )
-    assert r.returncode == 0 and json.loads(r.stdout)["pane_id"] is None  # U3 / H17
+    assert r.returncode == 0
+    assert json.loads(r.stdout)["pane_id"] is None
     assert r.stderr.strip() == "no pane for cursor:sessionStart"
     down = dict(env, SIGNALTTY_SOCKET=str(tmp_root / "nobody.sock"))
     t0 = time.monotonic()
     r = subprocess.run(["signaltty", "hook-event", "--agent", "claude", "--event", "Stop"], env=down, capture_output=True, text=True)
-    assert r.returncode == 0 and r.stdout == "" and time.monotonic() - t0 < 5
+    # a generous bound on a missing daemon: the agent is never held up (nothing to wait for)
+    assert r.returncode == 0
+    assert r.stdout == ""
+    assert time.monotonic() - t0 < 5
     r = subprocess.run(["signaltty", "hook-event", "--agent", "claude", "--event", "Stop", "--pane", "pane_x"], env=down, capture_output=True, text=True)
-    assert r.returncode == 1 and "server not reachable at" in r.stderr
+    assert r.returncode == 1
+    assert "server not reachable at" in r.stderr
 
 
 @pytest.mark.parametrize(
@@ -133,7 +140,8 @@ def test_reporter_errors_exit_1_never_2(daemon, args, stdin, message):
         args = [pane["id"] if a == "P" else a for a in args]
     r = subprocess.run(["signaltty", "hook-event", *args], env=daemon.env, input=stdin, capture_output=True, text=True)
     assert r.returncode == 1, r
-    assert message in r.stderr and r.stdout == ""
+    assert message in r.stderr
+    assert r.stdout == ""
 
 
 def test_payload_over_256k_from_client(daemon):
@@ -173,16 +181,19 @@ def test_nested_claude_p_does_not_clobber_session(daemon, tmp_root):
     inner = [e for e in entries if "hook" in e and e["hook"] in ("SessionStart", "Stop")][1:]
     assert all("dropped" in e["stderr"] and "nested_session" in e["stderr"] for e in inner), inner
     p = a.get()
-    assert p["agent"]["agent_session_id"] == "OUTER" and p["agent"]["session_generation"] == 0
+    assert p["agent"]["agent_session_id"] == "OUTER"
+    assert p["agent"]["session_generation"] == 0
     assert p["lifecycle"] == "working"
 
 
 def test_report_session_and_validation(daemon):
     a = Agent(daemon, [{"report": ["--session", "R1", "--agent", "pi"]}], name="pi")
     entries = a.wait_entries(1)
-    assert entries[0]["rc"] == 0 and entries[0]["stdout"] == ""
+    assert entries[0]["rc"] == 0
+    assert entries[0]["stdout"] == ""
     p = a.get()
-    assert p["agent"]["kind"] == "pi" and p["agent"]["agent_session_id"] == "R1"
+    assert p["agent"]["kind"] == "pi"
+    assert p["agent"]["agent_session_id"] == "R1"
     assert p["agent"]["resume_argv"] == [str(daemon.root / "bin" / "pi"), "--session", "R1"]
     for bad in (["-x"], ["/abs/path"], ["a\x01b"], ["x"] * 65):
         with pytest.raises(SignalttyError) as exc:
@@ -191,10 +202,12 @@ def test_report_session_and_validation(daemon):
     # a free-form command is refused (issue 10 follow-up): only the agent's own resume command
     with pytest.raises(SignalttyError) as exc:
         daemon.call("report-session", {"pane_id": a.id, "agent_session_id": "R2", "resume_argv": ["agy", "--conversation", "R2"]})
-    assert exc.value.code == "BAD_PARAMS" and "pi --session R2" in exc.value.message
+    assert exc.value.code == "BAD_PARAMS"
+    assert "pi --session R2" in exc.value.message
     r = daemon.call("report-session", {"pane_id": a.id, "agent_session_id": "R2", "resume_argv": ["pi", "--session", "R2"]})
     assert r["pane"]["agent"]["resume_argv"] == [str(daemon.root / "bin" / "pi"), "--session", "R2"]
-    assert r["pane"]["agent"]["resume_source"] == "adapter" and r["pane"]["agent"]["session_generation"] == 1
+    assert r["pane"]["agent"]["resume_source"] == "adapter"
+    assert r["pane"]["agent"]["session_generation"] == 1
     with pytest.raises(SignalttyError):
         daemon.call("report-session", {"pane_id": a.id, "agent_session_id": "x" * 257})
 
@@ -217,24 +230,29 @@ def test_d1_d2_native_permission_answered_from_shell(daemon, tmp_root, verdict, 
     a, _ = _permission_agent(daemon, tmp_root)
     p = a.get()
     assert (p["lifecycle"], p["attention"]) == ("blocked", "permission_required")
-    assert p["pending_decision"]["answerable"] is True and p["pending_decision"]["native"] is True
+    assert p["pending_decision"]["answerable"] is True
+    assert p["pending_decision"]["native"] is True
     listed = json.loads(daemon.cli("--json", "permission", "list").stdout)["permissions"]
-    assert [x["pane_id"] for x in listed] == [a.id] and listed[0]["tool_name"] == "Bash"
+    assert [x["pane_id"] for x in listed] == [a.id]
+    assert listed[0]["tool_name"] == "Bash"
     r = daemon.cli("permission", "answer", a.id, verdict)
-    assert r.returncode == 0 and r.stdout.startswith("answered permission_")
+    assert r.returncode == 0
+    assert r.stdout.startswith("answered permission_")
     entries = a.wait_entries(3)
     assert json.loads(entries[2]["stdout"]) == {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": behavior}}
     assert entries[2]["rc"] == 0
     p = a.get()
     assert (p["lifecycle"], p["attention"], p["pending_decision"]) == ("working", "none", None)
     r = daemon.cli("permission", "answer", a.id, verdict)  # stale
-    assert r.returncode == 1 and "NO_SUCH_DECISION" in r.stderr
+    assert r.returncode == 1
+    assert "NO_SUCH_DECISION" in r.stderr
 
 
 def test_d3_timeout_gives_no_verdict(daemon, tmp_root):
     a, _ = _permission_agent(daemon, tmp_root, timeout=1)
     entries = a.wait_entries(3)
-    assert entries[2]["stdout"] == "" and entries[2]["rc"] == 0
+    assert entries[2]["stdout"] == ""
+    assert entries[2]["rc"] == 0
     with pytest.raises(SignalttyError) as exc:
         daemon.call("decision.answer", {"pane_id": a.id, "verdict": "allow"})
     assert exc.value.code == "NO_SUCH_DECISION"
@@ -276,7 +294,8 @@ def test_pane_close_ends_waiter_without_verdict(daemon, tmp_root):
     sub.call("subscribe", {"events": ["decision.*"]})
     daemon.call("pane.close", {"pane_id": a.id, "signal": "HUP"})
     ev = sub.next_event(timeout=10)
-    assert ev["event"] == "decision.cleared" and ev["payload"]["reason"] == "pane_closed"
+    assert ev["event"] == "decision.cleared"
+    assert ev["payload"]["reason"] == "pane_closed"
     sub.close()
 
 
@@ -291,20 +310,17 @@ def test_d8_non_waiting_native_decision_is_read_only(daemon):
 
 
 def test_c4_codex_typed_answer_channel(daemon):
-    decision = json.dumps({"id": "d1", "prompt": "Run it?", "options": [{"id": "1", "label": "Yes"}, {"id": "2", "label": "No"}]})
-    a = Agent(daemon, [
-        hook("SessionStart", {"session_id": "T"}, agent="codex"),
-        hook("Notification", {}, agent="codex", args=["--decision", decision, "--message", "Run it?"]),
-        {"readline": True},
-    ], name="codex")
-    wait_until(lambda: a.get()["pending_decision"] is not None)
+    # the keys are Codex's own dialog's (issue 10, attack 3, A10): tests/server/test_trust_typed_answers.py
+    from tests.server.test_trust_typed_answers import _screen, codex_decision
+
+    a = codex_decision(daemon, {"id": "d1", "prompt": "Run it?",
+                                "options": [{"id": "1", "label": "Yes"}, {"id": "2", "label": "No"}]})
     assert a.get()["pending_decision"]["answerable"] is True
-    r = daemon.call("decision.answer", {"pane_id": a.id, "option_id": "2"})
-    assert r["option_id"] == "2"
-    entries = a.wait_entries(3)
-    assert entries[2]["readline"] == "2\n"
+    r = daemon.call("decision.answer", {"pane_id": a.id, "option_id": "deny"})
+    assert r["option_id"] == "deny"
+    wait_until(lambda: _screen(daemon, a).rstrip().endswith("^["))
     with pytest.raises(SignalttyError) as exc:
-        daemon.call("decision.answer", {"decision_id": "d1", "option_id": "1"})
+        daemon.call("decision.answer", {"decision_id": "d1", "option_id": "once"})
     assert exc.value.code == "NO_SUCH_DECISION"
 
 
@@ -313,7 +329,8 @@ def test_d7_generic_explicit_decision_has_no_channel(daemon):
     wait_until(lambda: a.get()["pending_decision"] is not None)
     with pytest.raises(SignalttyError) as exc:
         daemon.call("decision.answer", {"pane_id": a.id, "option_id": "yes"})
-    assert exc.value.code == "BAD_PARAMS" and "no answer channel" in exc.value.message
+    assert exc.value.code == "BAD_PARAMS"
+    assert "no answer channel" in exc.value.message
 
 
 def test_rs1_restart_resumable_and_resume(tmp_root):
@@ -340,7 +357,8 @@ def test_rs1_restart_resumable_and_resume(tmp_root):
         d.env["PATH"] = f"{wrapper.parent}{os.pathsep}{d.env['PATH']}"
         d.start()
         p = d.call("pane.get", {"pane_id": pane_id})["pane"]
-        assert p["restore_state"] == "RESUMABLE" and p["live"] == {"state": "exited", "code": None}
+        assert p["restore_state"] == "RESUMABLE"
+        assert p["live"] == {"state": "exited", "code": None}
         assert (p["lifecycle"], p["attention"]) == ("working", "none")
         assert p["agent"]["resume_argv"] == ["claude", "--resume", "S1"]
         assert psutil_children(d) == []  # restore never starts a process
@@ -350,10 +368,13 @@ def test_rs1_restart_resumable_and_resume(tmp_root):
         sub = d.client(timeout=None)
         sub.call("subscribe", {"events": ["pane.created"]})
         r = d.call("pane.resume", {"pane_id": pane_id})
-        assert r["pane"]["restore_state"] == "LIVE" and r["pane"]["lifecycle"] == "unknown"
-        assert r["pane"]["lifecycle_source"] == "resume" and r["pane"]["live"] == {"state": "live"}
+        assert r["pane"]["restore_state"] == "LIVE"
+        assert r["pane"]["lifecycle"] == "unknown"
+        assert r["pane"]["lifecycle_source"] == "resume"
+        assert r["pane"]["live"] == {"state": "live"}
         ev = sub.next_event(timeout=10)
-        assert ev["payload"]["resumed"] is True and ev["payload"]["pane"]["id"] == pane_id
+        assert ev["payload"]["resumed"] is True
+        assert ev["payload"]["pane"]["id"] == pane_id
         d.call("pane.wait_for_output", {"pane_id": pane_id, "match": "resumed-with --resume S1", "timeout_s": 10})
         with pytest.raises(SignalttyError) as exc:
             d.call("pane.resume", {"pane_id": pane_id})
@@ -378,7 +399,8 @@ def test_rs4_restored_native_decision_unanswerable(tmp_root):
         d.stop()
         d.start()
         p = d.call("pane.get", {"pane_id": a.id})["pane"]
-        assert p["pending_decision"]["native"] and p["pending_decision"]["answerable"] is False
+        assert p["pending_decision"]["native"]
+        assert p["pending_decision"]["answerable"] is False
         with pytest.raises(SignalttyError) as exc:
             d.call("decision.answer", {"pane_id": a.id, "verdict": "allow"})
         assert exc.value.code == "NO_SUCH_DECISION"
@@ -410,7 +432,8 @@ def test_pane_submit_gate(daemon):
     assert exc.value.code == "BAD_PARAMS"
     with daemon.client(timeout=None) as cl:
         r = cl.call("pane.submit", {"pane_id": a.id, "text": "fix the bug", "submit_delay_ms": 50})
-    assert r["submitted"] is True and r["outcome"] == "working"
+    assert r["submitted"] is True
+    assert r["outcome"] == "working"
     line = a.wait_entries(3)[1]["readline"]
     assert "fix the bug" in line
     with pytest.raises(SignalttyError) as exc, daemon.client(timeout=None) as cl:
@@ -425,18 +448,17 @@ def test_pane_submit_gate(daemon):
 def test_hook_storm_is_contained(daemon):
     ws = daemon.call("workspace.create", {"name": "s"})["workspace"]
     pane = daemon.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sleep", "60"]})["pane"]
-    t0 = time.monotonic()
     with daemon.client(timeout=None) as cl:
         for i in range(1000):
             cl.send("hook-event", {"agent": "claude", "event": "UserPromptSubmit" if i % 2 else "Stop", "pane_id": pane["id"], "payload": {"session_id": "S1"}})
         for _ in range(1000):
             msg = cl.read_message(timeout=30)
             assert msg["ok"] is True
-    elapsed = time.monotonic() - t0
     p = daemon.call("pane.get", {"pane_id": pane["id"]})["pane"]
-    assert p["lifecycle"] == "working" and p["agent"]["agent_session_id"] == "S1"
+    assert p["lifecycle"] == "working"
+    assert p["agent"]["agent_session_id"] == "S1"
     assert daemon.call("server.status")["pid"] == daemon.proc.pid
-    assert elapsed < 60
+    # (how long the storm takes and what it costs other clients: bench/latency.py "hook-storm")
 
 
 def test_hook_on_exited_pane_h21(daemon):
@@ -444,7 +466,8 @@ def test_hook_on_exited_pane_h21(daemon):
     with daemon.client(timeout=None) as cl:
         cl.call("wait", {"pane_id": a.id, "until": "exited", "timeout_s": 20})
     r = daemon.call("hook-event", {"agent": "claude", "event": "SessionEnd", "pane_id": a.id, "payload": {"session_id": "S3"}})
-    assert r["accepted"] and (r["lifecycle"], r["attention"]) == ("done", "unread")
+    assert r["accepted"]
+    assert (r["lifecycle"], r["attention"]) == ("done", "unread")
 
 
 @pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "pi"])

@@ -111,10 +111,13 @@ def test_hostile_ids_from_hooks_never_reach_resume(daemon: DaemonProc) -> None:
     for pane_id, kind in ((bad_claude, "claude"), (bad_codex, "codex")):
         p = d.call("pane.get", {"pane_id": pane_id})["pane"]
         # the hooks themselves were applied (only the id was refused)
-        assert p["agent"]["kind"] == kind and p["lifecycle"] in ("done", "exited", "idle"), p
-        assert p["agent"]["agent_session_id"] is None and p["agent"]["resume_argv"] is None
+        assert p["agent"]["kind"] == kind, p
+        assert p["lifecycle"] in ("done", "exited", "idle"), p
+        assert p["agent"]["agent_session_id"] is None
+        assert p["agent"]["resume_argv"] is None
         assert resume_refused(d, pane_id) == "not resumable"
-    assert "hook.session_id_rejected" in d.stderr() and "starts with '-'" in d.stderr()
+    assert "hook.session_id_rejected" in d.stderr()
+    assert "starts with '-'" in d.stderr()
 
     # control: a valid id resumes, and the record shows exactly what ran
     assert d.call("pane.get", {"pane_id": good})["pane"]["agent"]["resume_argv"] == [str(claude), "--resume", GOOD]
@@ -137,13 +140,15 @@ def test_hostile_id_through_report_session(daemon: DaemonProc) -> None:
     log = sorted(d.root.glob("claude-*.log"))[-1]
     reports = [e for e in map(json.loads, log.read_text().splitlines()) if "report" in e]
     assert [e["rc"] for e in reports] == [1, 1]
-    assert "starts with '-'" in reports[0]["stderr"] and "whitespace" in reports[1]["stderr"]
+    assert "starts with '-'" in reports[0]["stderr"]
+    assert "whitespace" in reports[1]["stderr"]
     p = d.call("pane.get", {"pane_id": pane_id})["pane"]
     assert p["agent"]["agent_session_id"] == GOOD  # the hostile reports changed nothing
     for value in (CLAUDE_BYPASS, CODEX_BYPASS, "-c", "x\x1b[2J"):
         with pytest.raises(SignalttyError) as exc:
             d.call("report-session", {"pane_id": pane_id, "agent_session_id": value})
-        assert exc.value.code == "BAD_PARAMS" and "rejected" in exc.value.message
+        assert exc.value.code == "BAD_PARAMS"
+        assert "rejected" in exc.value.message
     d.call("pane.resume", {"pane_id": pane_id})
     wait_until(lambda: records(record), timeout=15)
     assert records(record) == [repr(["--resume", GOOD])]
@@ -185,9 +190,11 @@ def test_hand_edited_snapshot_is_revalidated_on_restart(tmp_root: Path) -> None:
         for pane_id in (adapter_pane, reported_pane, codex_pane):
             p = d.call("pane.get", {"pane_id": pane_id})["pane"]
             assert p["restore_state"] == "RESTORED", p  # not RESUMABLE
-            assert p["agent"]["agent_session_id"] is None and p["agent"]["resume_argv"] is None
+            assert p["agent"]["agent_session_id"] is None
+            assert p["agent"]["resume_argv"] is None
             assert resume_refused(d, pane_id) == "not resumable"
-        assert "agent_session_id" in d.stderr() and "dropped" in d.stderr()
+        assert "agent_session_id" in d.stderr()
+        assert "dropped" in d.stderr()
         # control: the untouched pane still resumes with its own id
         assert d.call("pane.get", {"pane_id": control})["pane"]["restore_state"] == "RESUMABLE"
         d.call("pane.resume", {"pane_id": control})

@@ -19,18 +19,24 @@ DIALOG = "\r\n? Shell touch x\r\nAllow execution of [Shell]?\r\n● 1. Allow onc
 
 def test_decision_only_from_gemini_tool_permission() -> None:
     dec = keyed.decision_for("gemini", "Notification", ASK, now=1.0)
-    assert dec is not None and not dec.native and dec.tool_name == "Confirm Shell Command"
+    assert dec is not None
+    assert not dec.native
+    assert dec.tool_name == "Confirm Shell Command"
     assert [o["id"] for o in dec.options] == ["once", "deny"]
     assert dec.prompt.startswith("Tool Confirm Shell Command requires execution\n{")
-    assert keyed.keys_for(dec, "once") == b"1" and keyed.keys_for(dec, "deny") == b"\x1b"
-    assert keyed.ends_turn(dec, "deny") and not keyed.ends_turn(dec, "once")
-    assert keyed.dialog_shown(dec, DIALOG) and not keyed.dialog_shown(dec, "> Type your message")
+    assert keyed.keys_for(dec, "once") == b"1"
+    assert keyed.keys_for(dec, "deny") == b"\x1b"
+    assert keyed.ends_turn(dec, "deny")
+    assert not keyed.ends_turn(dec, "once")
+    assert keyed.dialog_shown(dec, DIALOG)
+    assert not keyed.dialog_shown(dec, "> Type your message")
     for agent, event, payload in [("claude", "Notification", ASK), ("gemini", "AfterTool", ASK),
                                   ("gemini", "Notification", {**ASK, "notification_type": "Other"}),
                                   ("gemini", "Notification", None), ("gemini", "Notification", [ASK])]:
         assert keyed.decision_for(agent, event, payload, now=1.0) is None
     huge = keyed.decision_for("gemini", "Notification", {**ASK, "details": {"command": "é" * 10000}}, now=1.0)
-    assert huge is not None and len(huge.prompt.encode()) <= keyed.MAX_PROMPT_BYTES
+    assert huge is not None
+    assert len(huge.prompt.encode()) <= keyed.MAX_PROMPT_BYTES
 
 
 def _blocked(daemon, plan_tail: list[dict]) -> Agent:

@@ -35,7 +35,8 @@ def test_second_daemon_refused(daemon):
 
 def test_state_dir_in_use(daemon, tmp_root):
     r = run_daemon_cmd(daemon, "--socket", str(tmp_root / "other.sock"))
-    assert r.returncode == 1 and "state dir in use" in r.stderr
+    assert r.returncode == 1
+    assert "state dir in use" in r.stderr
 
 
 def test_stale_socket_removed(tmp_root):
@@ -55,7 +56,8 @@ def test_socket_path_too_long(tmp_root):
     deep = tmp_root / ("x" * 60) / ("y" * 60)
     deep.mkdir(parents=True)
     r = run_daemon_cmd(d, "--socket", str(deep / "s.sock"))
-    assert r.returncode == 1 and "at most 107" in r.stderr
+    assert r.returncode == 1
+    assert "at most 107" in r.stderr
 
 
 def test_runtime_dir_fallback_without_xdg(tmp_root):
@@ -93,13 +95,15 @@ def test_sd_notify_ready_stopping_watchdog(tmp_root):
         d.call("pane.spawn", {"workspace_id": ws["id"], "argv": [PY, "-c", f"import os,json; json.dump(dict(os.environ), open({str(out)!r},'w'))"]})
         wait_until(lambda: out.exists() and out.stat().st_size > 0)
         env = json.loads(out.read_text())
-        assert "NOTIFY_SOCKET" not in env and "WATCHDOG_USEC" not in env
+        assert "NOTIFY_SOCKET" not in env
+        assert "WATCHDOG_USEC" not in env
     finally:
         assert d.stop() == 0
     _collect(ns, msgs)
     ns.close()
     joined = "\n".join(msgs)
-    assert "READY=1" in joined and f"STATUS=listening on {d.socket}" in joined
+    assert "READY=1" in joined
+    assert f"STATUS=listening on {d.socket}" in joined
     assert "STOPPING=1" in joined
     assert joined.index("READY=1") < joined.index("STOPPING=1")
 
@@ -136,22 +140,29 @@ def test_sigterm_saves_snapshot_and_restore_states(tmp_root):
     gone, alive = psutil.wait_procs(kids, timeout=5)
     assert not alive, "children must be stopped on shutdown"
     snap = json.loads((d.state_dir / "snapshot.json").read_text())
-    assert snap["version"] == 1 and len(snap["panes"]) == 2
+    assert snap["version"] == 1
+    assert len(snap["panes"]) == 2
     assert (d.state_dir / "snapshot.json").stat().st_mode & 0o777 == 0o600
-    assert "hooked" not in snap["panes"][0] and "process_name" not in snap["panes"][0]
+    assert "hooked" not in snap["panes"][0]
+    assert "process_name" not in snap["panes"][0]
 
     d.start()
     try:
         panes = {p["id"]: p for p in d.call("pane.list")["panes"]}
         a, b = panes[live["id"]], panes[done["id"]]
-        assert a["restore_state"] == "RESTORED" and a["live"] == {"state": "exited", "code": None}
-        assert a["attention"] == "unread" and a["last_message"] == "keep me" and a["label"] == "lbl"
-        assert b["restore_state"] == "EXITED" and (b["lifecycle"], b["attention"]) == ("done", "unread")
+        assert a["restore_state"] == "RESTORED"
+        assert a["live"] == {"state": "exited", "code": None}
+        assert a["attention"] == "unread"
+        assert a["last_message"] == "keep me"
+        assert a["label"] == "lbl"
+        assert b["restore_state"] == "EXITED"
+        assert (b["lifecycle"], b["attention"]) == ("done", "unread")
         assert b["live"] == {"state": "exited", "code": 0}
         assert "live tail text" in d.call("pane.read", {"pane_id": a["id"]})["text"]
         assert "finished tail text" in d.call("pane.read", {"pane_id": b["id"], "mode": "screen"})["text"]
         att = d.call("pane.attach", {"pane_id": a["id"], "mark_seen": False})
-        assert att["live"] is False and att["restore_state"] == "RESTORED"
+        assert att["live"] is False
+        assert att["restore_state"] == "RESTORED"
         wss = d.call("workspace.list")["workspaces"]
         assert [w["handle"] for w in wss] == ["alpha", "beta"]
         # restore never starts a process
@@ -167,11 +178,13 @@ def test_shutdown_method_refuses_with_live_panes_then_force(tmp_root):
     d.start()
     _spawn(d, ["sleep", "60"])
     r = d.cli("shutdown")
-    assert r.returncode == 1 and "--force" in r.stderr
+    assert r.returncode == 1
+    assert "--force" in r.stderr
     sub = d.client(timeout=None)
     sub.call("subscribe", {"events": ["server.*"]})
     r = d.cli("--json", "shutdown", "--force")
-    assert r.returncode == 0 and json.loads(r.stdout) == {"stopped": True}
+    assert r.returncode == 0
+    assert json.loads(r.stdout) == {"stopped": True}
     ev = sub.next_event(timeout=10)
     assert ev["event"] == "server.will_shutdown"
     d.proc.wait(15)
@@ -238,7 +251,8 @@ def test_detach_starts_once(tmp_root):
         assert r.returncode == 0, r.stderr
         assert r.stdout.startswith(f"server started on {d.socket} (log: ")
         r2 = d.cli("daemon", "--detach", "--state-dir", str(d.state_dir))
-        assert r2.returncode == 0 and r2.stdout.strip() == f"server already running on {d.socket}"
+        assert r2.returncode == 0
+        assert r2.stdout.strip() == f"server already running on {d.socket}"
     finally:
         with Client(d.socket) as cl:
             pid = cl.call("server.status")["pid"]
@@ -257,7 +271,8 @@ def test_detach_says_why_the_daemon_did_not_start(tmp_root):
         other = str(tmp_root / "other.sock")
         r = d.cli("daemon", "--detach", "--state-dir", str(d.state_dir), "--socket", other)
         assert r.returncode != 0
-        assert "server did not start: " in r.stderr and "state dir in use" in r.stderr, r.stderr
+        assert "server did not start: " in r.stderr, r.stderr
+        assert "state dir in use" in r.stderr, r.stderr
         assert d.call("server.status")["pid"]  # the running one is untouched
     finally:
         d.stop()
@@ -295,21 +310,24 @@ def test_workspace_rename_close_and_handles(daemon):
     assert (a["handle"], b["handle"]) == ("same-name", "same-name-2")
     assert daemon.call("workspace.create", {"name": "日本"})["workspace"]["handle"] == "ws"
     r = daemon.call("workspace.rename", {"workspace_id": "same-name-2", "name": "Other"})
-    assert r["workspace"]["name"] == "Other" and r["workspace"]["handle"] == "same-name-2"
+    assert r["workspace"]["name"] == "Other"
+    assert r["workspace"]["handle"] == "same-name-2"
     from signaltty.proto.envelope import SignalttyError
     with pytest.raises(SignalttyError) as exc:
         daemon.call("workspace.rename", {"workspace_id": a["id"], "name": " \x1b[31m "})
     assert exc.value.code == "BAD_PARAMS"
     with pytest.raises(SignalttyError) as exc:
         daemon.call("workspace.create", {"cwd": "relative/dir"})
-    assert exc.value.code == "BAD_PARAMS" and exc.value.details["field"] == "cwd"
+    assert exc.value.code == "BAD_PARAMS"
+    assert exc.value.details["field"] == "cwd"
     p = daemon.call("pane.spawn", {"workspace_id": a["id"], "argv": ["sleep", "60"]})["pane"]
     sub = daemon.client(timeout=None)
     sub.call("subscribe", {"events": ["pane.closed", "workspace.closed"]})
     assert daemon.call("workspace.close", {"workspace_id": a["handle"]}) == {"closed": True}
     assert sub.next_event(timeout=5)["event"] == "pane.closed"
     ev = sub.next_event(timeout=5)
-    assert ev["event"] == "workspace.closed" and ev["payload"] == {"workspace_id": a["id"]}
+    assert ev["event"] == "workspace.closed"
+    assert ev["payload"] == {"workspace_id": a["id"]}
     sub.close()
     assert [w["id"] for w in daemon.call("workspace.list")["workspaces"]][0] == b["id"]
     assert p["workspace_id"] == a["id"]

@@ -11,6 +11,7 @@ in a pane but inherited another pane's id is routed to the pane it runs in.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -87,10 +88,8 @@ def tmux_socket(tmp_root: Path) -> Iterator[Path]:
                 procs = []
         subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
         for p in procs:
-            try:
+            with contextlib.suppress(psutil.Error):
                 p.kill()
-            except psutil.Error:
-                pass
         psutil.wait_procs(procs, timeout=5)
 
 
@@ -121,12 +120,14 @@ def test_tmux_started_in_one_pane_serving_another(daemon, tmp_root, tmux_socket)
     # every hook was dropped, the waiting one too: no verdict, exit 0 (the agent's own dialog)
     assert [e["hook"] for e in entries] == ["SessionStart", "UserPromptSubmit", "PermissionRequest", "Notification"]
     for e in entries:
-        assert e["rc"] == 0 and e["stdout"] == "", e
+        assert e["rc"] == 0, e
+        assert e["stdout"] == "", e
         assert "(outside_pane)" in e["stderr"], e
     for pane_id in (pane_a, pane_b):
         p = daemon.call("pane.get", {"pane_id": pane_id})["pane"]
         assert p["pending_decision"] is None
-        assert p["lifecycle"] != "blocked" and p["attention"] == "none", p
+        assert p["lifecycle"] != "blocked", p
+        assert p["attention"] == "none", p
         assert p["agent"]["agent_session_id"] is None
     assert daemon.call("permission.list")["permissions"] == []
     with pytest.raises(SignalttyError) as exc:
@@ -148,7 +149,9 @@ def test_inherited_pane_id_is_routed_to_the_pane_the_reporter_runs_in(daemon, tm
     assert (c["lifecycle"], c["attention"]) == ("blocked", "permission_required")
     assert c["agent"]["agent_session_id"] == "M1"
     a = daemon.call("pane.get", {"pane_id": pane_a})["pane"]
-    assert a["pending_decision"] is None and a["attention"] == "none" and a["agent"]["agent_session_id"] is None
+    assert a["pending_decision"] is None
+    assert a["attention"] == "none"
+    assert a["agent"]["agent_session_id"] is None
     with pytest.raises(SignalttyError):
         daemon.call("decision.answer", {"pane_id": pane_a, "verdict": "allow"})
     daemon.call("decision.answer", {"pane_id": pane_c, "verdict": "allow"})
@@ -163,9 +166,11 @@ def test_explicit_pane_from_outside_every_pane_still_applies(daemon, tmp_root):
     env = dict(daemon.env)
     r = subprocess.run(["signaltty", "hook-event", "--agent", "claude", "--event", "Stop", "--pane", pane_a],
                        env=env, capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0 and r.stderr.startswith("accepted claude:Stop"), r.stderr
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith("accepted claude:Stop"), r.stderr
     env["SIGNALTTY_PANE"] = pane_a
     r = subprocess.run(["signaltty", "hook-event", "--agent", "claude", "--event", "UserPromptSubmit"],
                        env=env, capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0 and "dropped claude:UserPromptSubmit (outside_pane)" in r.stderr, r.stderr
+    assert r.returncode == 0, r.stderr
+    assert "dropped claude:UserPromptSubmit (outside_pane)" in r.stderr, r.stderr
     assert daemon.call("pane.get", {"pane_id": pane_a})["pane"]["lifecycle"] != "working"

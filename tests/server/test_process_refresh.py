@@ -10,6 +10,7 @@ a real daemon with ``proc_refresh_s = 2`` promotes a bash pane running a script 
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import signal
 import subprocess
@@ -27,7 +28,7 @@ from signaltty.core.model import AgentInfo, Pane
 from signaltty.core.refresh import Detection
 from signaltty.server.bus import Bus
 from signaltty.server.config import Config
-from signaltty.server.refresh import ProcessRefresher, builtin_detect
+from signaltty.server.refresh import Detect, ProcessRefresher, builtin_detect
 from signaltty.server.store import Store
 from signaltty.system import proctable
 from tests.conftest import DaemonProc, wait_until
@@ -75,10 +76,8 @@ class Procs:
 
     def close(self) -> None:
         for proc in self.procs:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             proc.wait(10)
 
 
@@ -103,6 +102,13 @@ def fake_daemon(**roots: subprocess.Popen[bytes]) -> SimpleNamespace:
         store.panes[pane_id] = pane
         runtimes[pane_id] = SimpleNamespace(proc=SimpleNamespace(pid=proc.pid), pane=pane)
     return SimpleNamespace(config=Config(), store=store, runtimes=runtimes)
+
+
+def refresher_for(daemon: SimpleNamespace, detect: Detect | None = None) -> ProcessRefresher:
+    """The refresher with only the collaborators it takes (no daemon)."""
+    return ProcessRefresher(
+        store=daemon.store, config=daemon.config, runtimes=daemon.runtimes, detect=detect
+    )
 
 
 def updates(store: Store, pane_id: str) -> list[dict]:
@@ -138,7 +144,7 @@ async def test_one_process_iter_per_refresh_and_no_children_walk(procs, tmp_path
         and proctable.read_process(direct.pid)[0]
     )
     daemon = fake_daemon(pane_a=shell, pane_b=plain, pane_c=direct)
-    refresher = ProcessRefresher(daemon)  # default: builtin names
+    refresher = refresher_for(daemon)  # default: builtin names
 
     calls: list[object] = []
     real_iter = psutil.process_iter
@@ -173,7 +179,9 @@ async def test_one_process_iter_per_refresh_and_no_children_walk(procs, tmp_path
     before = daemon.store.seq
     dirty_before = daemon.store.dirty = False
     assert await refresher.refresh_now() == 3
-    assert len(calls) == 2 and daemon.store.seq == before and daemon.store.dirty is dirty_before
+    assert len(calls) == 2
+    assert daemon.store.seq == before
+    assert daemon.store.dirty is dirty_before
     assert ("pane_a", "claude", "claude") in seen  # previous value visible to callbacks
     assert refresher.scans == 2
 
@@ -186,7 +194,7 @@ async def test_process_exiting_between_scan_steps(procs, tmp_path, monkeypatch):
     wait_until(lambda: descendant_named(other.pid, "sleep"))
     daemon = fake_daemon(victim=victim, other=other, gone=gone)
     daemon.store.panes["victim"].process_name = "before"
-    refresher = ProcessRefresher(daemon)
+    refresher = refresher_for(daemon)
     real_snapshot = proctable.snapshot
 
     def snapshot_then_kill():
@@ -200,7 +208,8 @@ async def test_process_exiting_between_scan_steps(procs, tmp_path, monkeypatch):
     assert await refresher.refresh_now() == 3
     v = daemon.store.panes["victim"]
     assert (v.process_name, v.cwd, v.agent.kind) == ("before", "/", "generic")  # previous values kept
-    assert updates(daemon.store, "victim") == [] and updates(daemon.store, "gone") == []
+    assert updates(daemon.store, "victim") == []
+    assert updates(daemon.store, "gone") == []
     o = daemon.store.panes["other"]
     assert (o.process_name, o.cwd) == ("sleep", str(tmp_path))
     assert refresher.last_foreground == {"victim": None, "other": "sleep", "gone": None}
@@ -226,7 +235,7 @@ async def test_failing_detect_or_callback_spares_other_panes(procs, tmp_path):
             raise RuntimeError("bad catalog")
         return Detection("codex", "codex", "Codex") if name == PY_NAME else None
 
-    refresher = ProcessRefresher(daemon, detect)
+    refresher = refresher_for(daemon, detect)
     refresher.on_foreground.append(lambda pane, name: 1 / 0)
     assert await refresher.refresh_now() == 1
     assert daemon.store.panes["two"].agent.kind == "codex"
@@ -236,14 +245,17 @@ async def test_failing_detect_or_callback_spares_other_panes(procs, tmp_path):
 def test_builtin_detect():
     assert builtin_detect("claude") == Detection("claude", None, "Claude Code")
     assert builtin_detect("cursor-agent").kind == "cursor"
-    assert builtin_detect("agent") is None and builtin_detect("bash") is None
+    assert builtin_detect("agent") is None
+    assert builtin_detect("bash") is None
 
 
 def test_read_process_of_missing_or_reused_pid(procs):
     p = procs.start([sys.executable, "-c", "import time; time.sleep(60)"])
     # Popen returns when the exec began; the new command line may take a moment to appear
     cmdline, cwd = wait_until(lambda: (r := proctable.read_process(p.pid))[0] and r)
-    assert cmdline is not None and cmdline[0] == sys.executable and cwd == os.getcwd()
+    assert cmdline is not None
+    assert cmdline[0] == sys.executable
+    assert cwd == os.getcwd()
     real = psutil.Process(p.pid).create_time()
     assert proctable.read_process(p.pid, real + 100.0) == (None, None)  # pid reused since the scan
     p.kill()
@@ -306,7 +318,8 @@ def test_e2e_promotion_cwd_follow_and_churn(fast_daemon: DaemonProc):
         "pane.spawn",
         {"workspace_id": ws["id"], "argv": ["bash", "--norc", "--noprofile", "-c", "while :; do sleep 0.02; done"]},
     )["pane"]
-    assert pane["agent"]["kind"] == "generic" and pane["process_name"] == "bash"  # from argv at spawn
+    assert pane["agent"]["kind"] == "generic"
+    assert pane["process_name"] == "bash"
     pid = pane["id"]
 
     def get() -> dict:
@@ -318,9 +331,11 @@ def test_e2e_promotion_cwd_follow_and_churn(fast_daemon: DaemonProc):
     d.call("pane.wait_for_output", {"pane_id": pid, "match": "claude-ready", "timeout_s": 10})
     got = wait_until(lambda: (p := get())["agent"]["kind"] == "claude" and p, timeout=10)
     assert got["agent"]["display_name"] == "Claude Code"
-    assert got["process_name"] == "claude" and got["cwd"] == str(proj_a)
+    assert got["process_name"] == "claude"
+    assert got["cwd"] == str(proj_a)
     promoted = [u for u in pane_updates(sub, pid, 0.5) if "kind" in u["changed"]]
-    assert len(promoted) == 1 and promoted[0]["pane"]["agent"]["kind"] == "claude"
+    assert len(promoted) == 1
+    assert promoted[0]["pane"]["agent"]["kind"] == "claude"
 
     # two more periods: nothing changed, nothing emitted
     assert pane_updates(sub, pid, 4.5) == []
@@ -330,11 +345,14 @@ def test_e2e_promotion_cwd_follow_and_churn(fast_daemon: DaemonProc):
     d.call("pane.wait_for_output", {"pane_id": pid, "match": "moved", "timeout_s": 10})
     ups = pane_updates(sub, pid, 5.0)
     assert [u["changed"] for u in ups] == [["cwd"]]
-    assert ups[0]["pane"]["cwd"] == str(proj_b) and get()["cwd"] == str(proj_b)
+    assert ups[0]["pane"]["cwd"] == str(proj_b)
+    assert get()["cwd"] == str(proj_b)
     assert get()["agent"]["kind"] == "claude"
     sub.close()
 
     # the churning pane never broke the refresh and is still live
     assert d.call("pane.get", {"pane_id": churn["id"]})["pane"]["live"] == {"state": "live"}
     log = (d.root / "daemon.stderr").read_text(errors="replace")
-    assert "refresh.scan_failed" not in log and "refresh.pane_failed" not in log and "refresh.failed" not in log
+    assert "refresh.scan_failed" not in log
+    assert "refresh.pane_failed" not in log
+    assert "refresh.failed" not in log

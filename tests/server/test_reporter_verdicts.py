@@ -123,7 +123,8 @@ def _path_pane_process(d: DaemonProc, a: Agent) -> list[Reporter]:
     did = _pending(d, a)
     for target in (a.id, did):
         res = _answer_from_pane(d, target)
-        assert res["rc"] == 1 and "FORBIDDEN" in res["stderr"], res
+        assert res["rc"] == 1, res
+        assert "FORBIDDEN" in res["stderr"], res
     return [r]
 
 
@@ -184,7 +185,8 @@ def test_person_answer_is_the_allow_path(tmp_root: Path) -> None:
         a = _claude_pane(d)
         [r] = _path_person(d, a)
         code, out, _ = r.result()
-        assert code == 0 and _verdict(out) == "allow"
+        assert code == 0
+        assert _verdict(out) == "allow"
         assert json.loads(out) == {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
                                                           "decision": {"behavior": "allow"}}}
     finally:

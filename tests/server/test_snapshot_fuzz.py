@@ -173,6 +173,12 @@ def snapshot_file(genome: bytes) -> bytes:
 GENOME = st.binary(max_size=400)
 
 
+def check_refusal(exc: CorruptSnapshot) -> None:
+    """A refused snapshot says why, and sets it aside under a known name."""
+    assert str(exc)
+    assert exc.aside == "corrupt" or re.fullmatch(r"unsupported-v\d{1,6}", exc.aside)
+
+
 def check_restored(out: Restored) -> None:
     """What the reader gives back is clean enough to use and to save again."""
     assert isinstance(out, Restored)
@@ -182,8 +188,10 @@ def check_restored(out: Restored) -> None:
     pane_ids = [p.id for p in out.panes]
     assert len(set(pane_ids)) == len(pane_ids)
     for pane in out.panes:
-        assert ID.fullmatch(pane.id) and pane.workspace_id in ws_ids
-        assert COLS_MIN <= pane.cols <= COLS_MAX and ROWS_MIN <= pane.rows <= ROWS_MAX
+        assert ID.fullmatch(pane.id)
+        assert pane.workspace_id in ws_ids
+        assert COLS_MIN <= pane.cols <= COLS_MAX
+        assert ROWS_MIN <= pane.rows <= ROWS_MAX
     for ws in out.workspaces:
         mine = {p.id for p in out.panes if p.workspace_id == ws.id}
         assert set(ws.pane_ids) == mine, (ws.pane_ids, mine)
@@ -204,7 +212,7 @@ def test_parse_snapshot_fuzz(genome: bytes) -> None:
     try:
         out = parse_snapshot(raw)
     except CorruptSnapshot as exc:
-        assert str(exc) and (exc.aside == "corrupt" or re.fullmatch(r"unsupported-v\d{1,6}", exc.aside))
+        check_refusal(exc)
         return
     check_restored(out)
     if out.workspaces or out.notifications:
@@ -235,11 +243,16 @@ def test_load_snapshot_never_loses_the_file(genome: bytes) -> None:
             assert (state / "snapshot.json").read_bytes() == raw
             assert bool(kept) == bool(out.errors)
             if kept:
-                assert len(kept) == 1 and kept[0].startswith("snapshot.corrupt-")
+                assert len(kept) == 1
+                assert kept[0].startswith("snapshot.corrupt-")
                 assert (state / kept[0]).read_bytes() == raw
         else:
             # refused as a whole: moved aside, byte for byte, and the daemon starts empty
-            assert len(kept) == 1 and re.fullmatch(r"snapshot\.(corrupt|unsupported-v\d+)-\d{8}T\d{6}", kept[0])
+            assert len(kept) == 1
+            assert re.fullmatch(r"snapshot\.(corrupt|unsupported-v\d+)-\d{8}T\d{6}", kept[0])
             assert (state / kept[0]).read_bytes() == raw
-            assert not (out.workspaces or out.panes or out.notifications)
-            assert len(out.errors) == 1 and kept[0] in out.errors[0]
+            assert not (out.workspaces)
+            assert not (out.panes)
+            assert not (out.notifications)
+            assert len(out.errors) == 1
+            assert kept[0] in out.errors[0]

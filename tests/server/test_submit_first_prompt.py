@@ -5,6 +5,8 @@ through; then a turn runs."""
 
 from __future__ import annotations
 
+import pytest
+
 from signaltty.proto.envelope import SignalttyError
 from tests.conftest import wait_until
 from tests.server.test_hooks_e2e import Agent
@@ -26,10 +28,8 @@ def test_first_prompt_submitted_to_an_unhooked_agent_at_its_idle_prompt(daemon):
 def test_a_screen_without_the_idle_prompt_stays_unknown_and_submit_refuses(daemon):
     a = Agent(daemon, [{"print": "booting…\r\n"}, {"sleep": 30}], name="pi")
     wait_until(lambda: "booting" in daemon.call("pane.read", {"pane_id": a.id, "mode": "screen"})["text"], 15)
-    try:
+    # submit must not go through on an agent that never showed its prompt
+    with pytest.raises(SignalttyError) as exc:
         daemon.call("pane.submit", {"pane_id": a.id, "text": "hello"})
-    except SignalttyError as exc:
-        assert exc.code == "AGENT_NOT_READY"
-    else:
-        raise AssertionError("submit went through on an agent that never showed its prompt")
+    assert exc.value.code == "AGENT_NOT_READY"
     assert a.get()["lifecycle"] == "unknown"

@@ -26,7 +26,8 @@ def _listed(d: DaemonProc) -> list[dict]:
 def _assert_resolved(d: DaemonProc, a: Agent) -> None:
     assert _listed(d) == []
     r = d.cli("permission", "answer", a.id, "deny")
-    assert r.returncode == 1 and "NO_SUCH_DECISION" in r.stderr, r
+    assert r.returncode == 1, r
+    assert "NO_SUCH_DECISION" in r.stderr, r
 
 
 def _gate(tmp: Path) -> Path:
@@ -47,11 +48,13 @@ def test_yes_in_the_agents_dialog_resolves_on_post_tool_use(daemon, tmp_root):
         {"join": True},
     ])
     wait_until(lambda: a.get()["pending_decision"] is not None)
-    assert _state(a) == ("blocked", "permission_required") and len(_listed(daemon)) == 1
+    assert _state(a) == ("blocked", "permission_required")
+    assert len(_listed(daemon)) == 1
     gate.touch()
     entries = a.wait_entries(5)
     by_hook = {e["hook"]: e for e in entries}
-    assert by_hook["PermissionRequest"]["rc"] == 0 and by_hook["PermissionRequest"]["stdout"] == ""
+    assert by_hook["PermissionRequest"]["rc"] == 0
+    assert by_hook["PermissionRequest"]["stdout"] == ""
     assert _state(a) == ("done", "unread")
     _assert_resolved(daemon, a)
     assert daemon.cli("pane", "mark-seen", a.id).returncode == 0
@@ -98,12 +101,15 @@ def test_stop_while_the_decision_waits_keeps_needs_approval(daemon, tmp_root):
         daemon.call("notify", {"pane_id": a.id, "title": "sentinel"})
         ev = sub.next_event(timeout=10)
     # neither "needs approval" again nor "turn complete": the next record is our sentinel
-    assert ev is not None and ev["payload"]["notification"]["title"] == "sentinel"
-    assert _state(a) == ("blocked", "permission_required") and len(_listed(daemon)) == 1
+    assert ev is not None
+    assert ev["payload"]["notification"]["title"] == "sentinel"
+    assert _state(a) == ("blocked", "permission_required")
+    assert len(_listed(daemon)) == 1
     r = daemon.cli("permission", "answer", a.id, "allow")
     assert r.returncode == 0, r
     joined = a.wait_entries(5)[-1]
-    assert joined["hook"] == "PermissionRequest" and '"allow"' in joined["stdout"]
+    assert joined["hook"] == "PermissionRequest"
+    assert '"allow"' in joined["stdout"]
 
 
 def test_idle_reminder_keeps_an_idle_pane_idle(daemon):
@@ -139,11 +145,13 @@ def test_permission_request_over_256_kib_still_blocks(daemon, tmp_root):
     assert _state(a) == ("blocked", "permission_required")
     listed = _listed(daemon)
     assert [x["tool_name"] for x in listed] == ["Write"]
-    assert listed[0]["prompt"].startswith("Allow Write?") and len(listed[0]["prompt"]) <= 8 * 1024
+    assert listed[0]["prompt"].startswith("Allow Write?")
+    assert len(listed[0]["prompt"]) <= 8 * 1024
     r = daemon.cli("permission", "answer", a.id, "allow")
     assert r.returncode == 0, r
     entry = a.wait_entries(3)[2]
-    assert entry["rc"] == 0 and json.loads(entry["stdout"])["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+    assert entry["rc"] == 0
+    assert json.loads(entry["stdout"])["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
 
 
 def test_nested_claude_p_under_a_nix_wrapper_is_dropped(daemon, tmp_root):
@@ -163,7 +171,9 @@ def test_nested_claude_p_under_a_nix_wrapper_is_dropped(daemon, tmp_root):
     ], name=".claude-unwrapped")
     entries = a.wait_entries(5)
     inner = [e for e in entries if e.get("hook") in ("SessionStart", "Stop")][1:]
-    assert len(inner) == 2 and all("nested_session" in e["stderr"] for e in inner), inner
+    assert len(inner) == 2, inner
+    assert all("nested_session" in e["stderr"] for e in inner), inner
     p = a.get()
-    assert p["agent"]["agent_session_id"] == "OUTER" and p["agent"]["session_generation"] == 0
+    assert p["agent"]["agent_session_id"] == "OUTER"
+    assert p["agent"]["session_generation"] == 0
     assert p["lifecycle"] == "working"

@@ -11,6 +11,7 @@ unless the pane is named.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -39,7 +40,7 @@ import json, os, subprocess, sys, time
 log, pidfile, target = sys.argv[1:4]
 if os.fork():
     while not os.path.exists(pidfile):  # returns once its job is safely on its way
-        time.sleep(0.02)
+        time.sleep(0.02)  # (the attacker program's own polling, not the test's)
     os._exit(0)
 os.setpgid(0, 0)
 if os.fork():
@@ -52,7 +53,7 @@ while True:
     r = subprocess.run(["signaltty", "permission", "answer", target, "allow"], capture_output=True, text=True, env=env)
     with open(log, "a") as fh:
         fh.write(json.dumps({"rc": r.returncode, "stdout": r.stdout, "stderr": r.stderr}) + "\n")
-    time.sleep(0.2)
+    time.sleep(0.2)  # the attacker's pace (part of the scenario), not synchronisation
 """
 
 
@@ -107,10 +108,8 @@ def _attempts(log: Path) -> list[dict]:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _pane_child(d: DaemonProc, pane_id: str) -> int:
@@ -144,11 +143,14 @@ def _refusals(d: DaemonProc) -> list[dict]:
 def test_pane_process_cannot_answer_another_panes_prompt(daemon, tmp_root):
     a, _ = _permission_agent(daemon, tmp_root)
     r = _answer_from_pane(daemon, a.id)
-    assert r["rc"] == 1 and REFUSAL in r["stderr"] and "FORBIDDEN" in r["stderr"], r
+    assert r["rc"] == 1, r
+    assert REFUSAL in r["stderr"], r
+    assert "FORBIDDEN" in r["stderr"], r
     # by decision id too, and with deny: no answer of any kind from a pane
     did = a.get()["pending_decision"]["id"]
     r = _answer_from_pane(daemon, did, "deny")
-    assert r["rc"] == 1 and REFUSAL in r["stderr"], r
+    assert r["rc"] == 1, r
+    assert REFUSAL in r["stderr"], r
     p = a.get()
     assert (p["lifecycle"], p["attention"]) == ("blocked", "permission_required")
     assert len(a.entries()) == 2  # the reporter is still waiting: no verdict went out
@@ -182,9 +184,11 @@ def test_agent_cannot_answer_its_own_prompt(daemon, tmp_root):
     wait_until(lambda: daemon.call("pane.get", {"pane_id": pane["id"]})["pane"]["pending_decision"] is not None)
     gate.touch()
     rc = wait_until(lambda: Path(f"{res}.rc").exists() and Path(f"{res}.rc").read_text().strip(), 30)
-    assert rc == "1" and REFUSAL in Path(f"{res}.err").read_text()
+    assert rc == "1"
+    assert REFUSAL in Path(f"{res}.err").read_text()
     p = daemon.call("pane.get", {"pane_id": pane["id"]})["pane"]
-    assert p["pending_decision"] is not None and p["attention"] == "permission_required"
+    assert p["pending_decision"] is not None
+    assert p["attention"] == "permission_required"
     assert len(log.read_text().splitlines()) == 1  # SessionStart only: the request still waits
     assert [(r["why"], r["caller_pane"]) for r in _refusals(daemon)] == [("ancestry", pane["id"])]
 
@@ -200,12 +204,14 @@ def test_background_loop_left_by_a_tool_call_is_refused(daemon, tmp_root):
         assert all(x["rc"] == 1 and REFUSAL in x["stderr"] for x in _attempts(log))
         # it was told apart by its session (it left the tree and cleaned its environment)
         assert {(r["why"], r["caller_pane"]) for r in _refusals(daemon)} == {("session", looper)}
-        assert len(a.entries()) == 2 and a.get()["attention"] == "permission_required"
+        assert len(a.entries()) == 2
+        assert a.get()["attention"] == "permission_required"
         # a later request in another pane is not approved either
         b, _ = _permission_agent(daemon, tmp_root)
         n = len(_attempts(log))
         wait_until(lambda: len(_attempts(log)) >= n + 3, 30)
-        assert b.get()["pending_decision"] is not None and len(b.entries()) == 2
+        assert b.get()["pending_decision"] is not None
+        assert len(b.entries()) == 2
         assert daemon.cli("permission", "answer", a.id, "deny").returncode == 0
         assert json.loads(a.wait_entries(3)[2]["stdout"])["hookSpecificOutput"]["decision"]["behavior"] == "deny"
     finally:
@@ -227,7 +233,8 @@ def test_loop_outliving_its_pane_is_still_refused(daemon, tmp_root):
         n = len(_attempts(log))
         wait_until(lambda: len(_attempts(log)) >= n + 3, 30)
         assert all(x["rc"] == 1 and REFUSAL in x["stderr"] for x in _attempts(log)[n:])
-        assert len(a.entries()) == 2 and a.get()["pending_decision"] is not None
+        assert len(a.entries()) == 2
+        assert a.get()["pending_decision"] is not None
         assert {(r["why"], r["caller_pane"]) for r in _refusals(daemon)} == {("session", looper)}
     finally:
         _kill(pid)
@@ -243,7 +250,8 @@ def test_environment_naming_a_pane_is_refused(daemon, tmp_root):
         f"setsid -f sh -c 'signaltty permission answer {a.id} allow >{out}.out 2>{out}.err; echo $? >{out}.rc'; exec sleep 60",
     )
     rc = wait_until(lambda: Path(f"{out}.rc").exists() and Path(f"{out}.rc").read_text().strip(), 30)
-    assert rc == "1" and REFUSAL in Path(f"{out}.err").read_text()
+    assert rc == "1"
+    assert REFUSAL in Path(f"{out}.err").read_text()
     assert a.get()["pending_decision"] is not None
     assert [r["why"] for r in _refusals(daemon)] == ["environment"]
 
@@ -253,7 +261,8 @@ def test_answer_from_panes_setting_allows_it(open_daemon, tmp_root):
     assert d.call("server.status").get("config_error") is None
     a, _ = _permission_agent(d, tmp_root)
     r = _answer_from_pane(d, a.id)
-    assert r["rc"] == 0 and r["stdout"].startswith("answered permission_"), r
+    assert r["rc"] == 0, r
+    assert r["stdout"].startswith("answered permission_"), r
     assert json.loads(a.wait_entries(3)[2]["stdout"])["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
 
 
@@ -276,15 +285,15 @@ def test_bad_setting_is_a_config_error(tmp_root):
 
 
 def _codex_decision(d: DaemonProc, decision_id: str) -> Agent:
-    decision = json.dumps({"id": decision_id, "prompt": "Run it?",
-                           "options": [{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}]})
-    a = Agent(d, [
-        hook("SessionStart", {"session_id": f"T-{time.monotonic_ns()}"}, agent="codex"),
-        hook("Notification", {}, agent="codex", args=["--decision", decision, "--message", "Run it?"]),
-        {"readline": True},
-    ], name="codex")
-    wait_until(lambda: a.get()["pending_decision"] is not None)
-    return a
+    # with Codex's own dialog on screen: only its fixed keys are typed (attack 3, A10)
+    from tests.server.test_trust_typed_answers import codex_decision
+
+    return codex_decision(d, {"id": decision_id, "prompt": "Run it?",
+                              "options": [{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}]})
+
+
+def _typed(d: DaemonProc, a: Agent) -> str:
+    return d.call("pane.read", {"pane_id": a.id, "mode": "screen"})["text"].rstrip()
 
 
 def test_bare_id_on_two_panes_is_ambiguous(daemon):
@@ -294,26 +303,33 @@ def test_bare_id_on_two_panes_is_ambiguous(daemon):
         daemon.call("decision.answer", {"decision_id": "d1", "verdict": "allow"})
     assert exc.value.code == "AMBIGUOUS"
     assert sorted(exc.value.details["pane_ids"]) == sorted([a.id, b.id])
-    assert a.id in exc.value.message and b.id in exc.value.message
+    assert a.id in exc.value.message
+    assert b.id in exc.value.message
     # nothing was typed anywhere
-    assert a.get()["pending_decision"] is not None and b.get()["pending_decision"] is not None
-    assert len(a.entries()) == 2 and len(b.entries()) == 2
+    assert a.get()["pending_decision"] is not None
+    assert b.get()["pending_decision"] is not None
+    assert len(a.entries()) == 2
+    assert len(b.entries()) == 2
     # the CLI names the panes and the command that picks one
     r = daemon.cli("permission", "answer", "d1", "allow")
     assert r.returncode == 1
     assert "decision d1 is pending on 2 panes" in r.stderr
     assert f"signaltty permission answer d1 allow --pane {b.id}" in r.stderr
     r = daemon.cli("decision", "answer", "--decision", "d1", "--option", "no")
-    assert r.returncode == 1 and a.id in r.stderr and b.id in r.stderr
+    assert r.returncode == 1
+    assert a.id in r.stderr
+    assert b.id in r.stderr
     # {pane_id, decision_id}: exactly that pane's decision
     r = daemon.cli("permission", "answer", "d1", "allow", "--pane", b.id)
     assert r.returncode == 0, r.stderr
-    assert b.wait_entries(3)[2]["readline"] == "1\n"
+    wait_until(lambda: _typed(daemon, b).endswith("y"))
     assert b.get()["pending_decision"] is None
-    assert a.get()["pending_decision"] is not None and len(a.entries()) == 2
+    assert a.get()["pending_decision"] is not None
+    assert not _typed(daemon, a).endswith("y")
     # now only one pane has it: the bare id is no longer ambiguous
-    r = daemon.call("decision.answer", {"decision_id": "d1", "option_id": "no"})
-    assert r["option_id"] == "no" and a.wait_entries(3)[2]["readline"] == "2\n"
+    r = daemon.call("decision.answer", {"decision_id": "d1", "option_id": "deny"})
+    assert r["option_id"] == "deny"
+    wait_until(lambda: _typed(daemon, a).endswith("^["))
 
 
 def test_pane_and_id_must_match(daemon):
@@ -322,9 +338,11 @@ def test_pane_and_id_must_match(daemon):
     with pytest.raises(SignalttyError) as exc:
         daemon.call("decision.answer", {"pane_id": b.id, "decision_id": "d7", "verdict": "allow"})
     assert exc.value.code == "NO_SUCH_DECISION"
-    assert a.get()["pending_decision"] is not None and b.get()["pending_decision"] is not None
+    assert a.get()["pending_decision"] is not None
+    assert b.get()["pending_decision"] is not None
     r = daemon.cli("permission", "answer", a.id, "allow", "--pane", b.id)
-    assert r.returncode == 2 and "another pane" in r.stderr
+    assert r.returncode == 2
+    assert "another pane" in r.stderr
 
 
 def test_forged_native_id_in_another_pane_makes_it_ambiguous(daemon, tmp_root):
@@ -335,7 +353,10 @@ def test_forged_native_id_in_another_pane_makes_it_ambiguous(daemon, tmp_root):
     forged = _codex_decision(daemon, did)
     with pytest.raises(SignalttyError) as exc:
         daemon.call("decision.answer", {"decision_id": did, "verdict": "allow"})
-    assert exc.value.code == "AMBIGUOUS" and len(a.entries()) == 2 and len(forged.entries()) == 2
+    assert exc.value.code == "AMBIGUOUS"
+    assert len(a.entries()) == 2
+    assert len(forged.entries()) == 2
     daemon.call("decision.answer", {"pane_id": a.id, "decision_id": did, "verdict": "allow"})
     assert json.loads(a.wait_entries(3)[2]["stdout"])["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
-    assert forged.get()["pending_decision"] is not None and len(forged.entries()) == 2
+    assert forged.get()["pending_decision"] is not None
+    assert len(forged.entries()) == 2

@@ -69,7 +69,8 @@ def test_pane_subscribers_cannot_lock_the_person_out(daemon: DaemonProc) -> None
     assert result["held"] == 256 - OUTSIDE_RESERVE, result["held"]
     assert len(result["refused"]) == 260 - result["held"]
     for r in result["refused"]:
-        assert r is not None and r["error"]["code"] == "RATE_LIMITED", r
+        assert r is not None, r
+        assert r["error"]["code"] == "RATE_LIMITED", r
         assert "processes inside signaltty panes share" in r["error"]["message"], r
     # the person, outside every pane, is still answered — several times over
     r = d.cli("status")

@@ -36,9 +36,11 @@ def _escape_answer(d: DaemonProc, target: str, wrap: str) -> dict:
 def test_setsid_escape_is_refused(daemon: DaemonProc, tmp_root: Path) -> None:
     a, _ = _permission_agent(daemon, tmp_root)
     r = _escape_answer(daemon, a.id, "setsid -f env -u SIGNALTTY_PANE sh {cmd}")
-    assert r["rc"] == 1 and REFUSAL in r["stderr"], r
+    assert r["rc"] == 1, r
+    assert REFUSAL in r["stderr"], r
     assert [x["why"] for x in _refusals(daemon)] == ["daemon"]
-    assert a.get()["attention"] == "permission_required" and len(a.entries()) == 2
+    assert a.get()["attention"] == "permission_required"
+    assert len(a.entries()) == 2
     # the escaped process was adopted by the daemon and, once exited, reaped (no zombie)
     wait_until(lambda: not [c for c in psutil.Process(daemon.proc.pid).children()
                             if c.status() == psutil.STATUS_ZOMBIE], 15)
@@ -52,9 +54,11 @@ def test_tmux_server_started_in_a_pane_is_refused(daemon: DaemonProc, tmp_root: 
     a, _ = _permission_agent(daemon, tmp_root)
     sock = shlex.quote(str(tmux_socket))
     r = _escape_answer(daemon, a.id, f"tmux -S {sock} -f /dev/null new-session -d \"env -u SIGNALTTY_PANE sh {{cmd}}\"")
-    assert r["rc"] == 1 and REFUSAL in r["stderr"], r
+    assert r["rc"] == 1, r
+    assert REFUSAL in r["stderr"], r
     assert [x["why"] for x in _refusals(daemon)] == ["environment"]
-    assert a.get()["attention"] == "permission_required" and len(a.entries()) == 2
+    assert a.get()["attention"] == "permission_required"
+    assert len(a.entries()) == 2
     assert daemon.cli("permission", "answer", a.id, "deny").returncode == 0
     out = a.wait_entries(3)[2]["stdout"]
     assert json.loads(out)["hookSpecificOutput"]["decision"]["behavior"] == "deny"
@@ -85,12 +89,14 @@ def test_a_chain_deeper_than_the_walk_is_refused(daemon: DaemonProc, tmp_root: P
     # nest.sh N SCRIPT: N nested `sh` processes (each waits for its child), then SCRIPT
     nest.write_text('if [ "$1" -gt 0 ]; then sh "$0" $(($1 - 1)) "$2"; else sh "$2"; fi\n')
     r = _escape_answer(daemon, a.id, f"setsid -f env -u SIGNALTTY_PANE sh {shlex.quote(str(nest))} 1100 {{cmd}}")
-    assert r["rc"] == 1 and REFUSAL in r["stderr"], r
+    assert r["rc"] == 1, r
+    assert REFUSAL in r["stderr"], r
     assert [x["why"] for x in _refusals(daemon)] == ["deep"]
     assert a.get()["attention"] == "permission_required"
     # a shallower nest reaches the daemon: refused as its descendant
     r = _escape_answer(daemon, a.id, f"setsid -f env -u SIGNALTTY_PANE sh {shlex.quote(str(nest))} 70 {{cmd}}")
-    assert r["rc"] == 1 and [x["why"] for x in _refusals(daemon)] == ["deep", "daemon"], r
+    assert r["rc"] == 1, r
+    assert [x["why"] for x in _refusals(daemon)] == ["deep", "daemon"], r
 
 
 def test_an_escaped_reporter_cannot_write_another_panes_hooks(daemon: DaemonProc, tmp_root: Path) -> None:
@@ -110,4 +116,5 @@ def test_an_escaped_reporter_cannot_write_another_panes_hooks(daemon: DaemonProc
     wait_until(lambda: Path(f"{out}.rc").exists() and Path(f"{out}.rc").read_text().strip(), 30)
     assert "dropped" in Path(f"{out}.err").read_text(), Path(f"{out}.err").read_text()
     after = a.get()["pending_decision"]
-    assert after["id"] == before["id"] and "harmless" not in json.dumps(after)
+    assert after["id"] == before["id"]
+    assert "harmless" not in json.dumps(after)

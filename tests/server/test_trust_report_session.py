@@ -20,7 +20,14 @@ import pytest
 
 from signaltty.proto.envelope import SignalttyError
 from tests.conftest import DaemonProc, wait_until
-from tests.server.test_hostile_session_ids import CLAUDE_BYPASS, GOOD, agent_program, hook, records, run_agent
+from tests.server.test_hostile_session_ids import (
+    CLAUDE_BYPASS,
+    GOOD,
+    agent_program,
+    hook,
+    records,
+    run_agent,
+)
 
 
 def _report_from_pane(d: DaemonProc, argv: list[str], *, escape: bool = False) -> dict:
@@ -57,14 +64,16 @@ def test_other_pane_cannot_rewrite_resume_argv(daemon: DaemonProc) -> None:
                 ["--pane", victim, "--session", GOOD, "--agent", "claude", "--resume-argv", json.dumps(argv)],
                 escape=escape,
             )
-            assert r["rc"] == 1 and r["stdout"] == "", (escape, r)
+            assert r["rc"] == 1, (escape, r)
+            assert r["stdout"] == "", (escape, r)
             assert "report-session is accepted only from inside the pane" in r["stderr"], (escape, r)
     # the person (outside every pane) cannot store a free-form command either
     for argv in hostile:
         with pytest.raises(SignalttyError) as exc:
             d.call("report-session", {"pane_id": victim, "agent_session_id": GOOD, "agent": "claude",
                                       "resume_argv": argv})
-        assert exc.value.code == "BAD_PARAMS" and "the agent's own resume command" in exc.value.message
+        assert exc.value.code == "BAD_PARAMS"
+        assert "the agent's own resume command" in exc.value.message
     # ... only the agent's own resume command (bare name or path) is accepted
     r = d.call("report-session", {"pane_id": victim, "agent_session_id": GOOD, "agent": "claude",
                                   "resume_argv": ["claude", "--resume", GOOD]})
@@ -89,4 +98,5 @@ def test_pane_reports_its_own_session(daemon: DaemonProc) -> None:
     reports = [e for e in map(json.loads, log.read_text().splitlines()) if "report" in e]
     assert [e["rc"] for e in reports] == [0], reports
     p = d.call("pane.get", {"pane_id": pane})["pane"]["agent"]
-    assert p["agent_session_id"] == "S2" and p["resume_argv"] == [str(claude), "--resume", "S2"]
+    assert p["agent_session_id"] == "S2"
+    assert p["resume_argv"] == [str(claude), "--resume", "S2"]

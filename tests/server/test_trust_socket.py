@@ -320,7 +320,8 @@ def test_reporter_talks_to_its_own_server(users):
         assert r.returncode == 0, r
         assert '"behavior":"allow"' in r.stdout
         accepted, received = server.report()
-        assert accepted == 1 and received > len(PERMISSION_PAYLOAD)
+        assert accepted == 1
+        assert received > len(PERMISSION_PAYLOAD)
     finally:
         server.stop()
         shutil.rmtree(directory, ignore_errors=True)
@@ -352,7 +353,8 @@ def test_cli_refuses_with_a_clear_error(users):
     server = FakeServer(attacker, victim.default_runtime_dir / "signaltty.sock", mkdir_mode=0o755)
     try:
         r = run_as(victim, ["status"])
-        assert r.returncode == 1 and r.stdout == ""
+        assert r.returncode == 1
+        assert r.stdout == ""
         assert r.stderr.strip() == (
             f"signaltty: refusing to use the socket: not your signaltty daemon: "
             f"{victim.default_runtime_dir} is owned by uid {attacker.uid}, not by you (uid {victim.uid})"
@@ -417,7 +419,8 @@ def test_clients_accept_their_own_private_server(tmp_root):
             await client.close()
 
         asyncio.run(connect())
-        assert srv.accept()[0] and srv.accept()[0]
+        assert srv.accept()[0]
+        assert srv.accept()[0]
     finally:
         srv.close()
 
@@ -454,7 +457,8 @@ def assert_one_line_refusal(r: subprocess.CompletedProcess[str], *parts: str) ->
     assert r.returncode != 0, r
     assert "Traceback" not in r.stderr, r.stderr
     lines = r.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("signaltty: "), r.stderr
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("signaltty: "), r.stderr
     for part in parts:
         assert part in lines[0], (part, lines[0])
 
@@ -512,7 +516,8 @@ def test_daemon_refuses_a_custom_socket_in_a_shared_dir(tmp_root, mode):
     os.chmod(shared, mode)
     r = run_daemon(tmp_root, "--state-dir", str(tmp_root / "state"), "--socket", str(shared / "s.sock"))
     assert_one_line_refusal(r, f"refusing socket dir: {shared} has mode {mode:04o}; it must be 0700")
-    assert stat_mode(shared) == mode and not (shared / "s.sock").exists()
+    assert stat_mode(shared) == mode
+    assert not (shared / "s.sock").exists()
 
 
 def stat_mode(path: Path) -> int:

@@ -24,16 +24,19 @@ def test_names_are_cached_per_process_and_exec_is_noticed(monkeypatch, tmp_path)
     try:
         names: dict = {}
         first = wait_until(lambda: (o := scan({"p": proc.pid}, names)["p"]).process_name and o)
-        assert first.process_name == "bash" and first.cwd == str(tmp_path)
+        assert first.process_name == "bash"
+        assert first.cwd == str(tmp_path)
         n = len(reads)
         again = scan({"p": proc.pid}, names)["p"]
-        assert again.process_name == "bash" and again.cwd == str(tmp_path)
+        assert again.process_name == "bash"
+        assert again.cwd == str(tmp_path)
         assert len(reads) == n  # cached: only the cwd was read
         assert proctable.read_cwd(proc.pid) == str(tmp_path)
         proc.stdin.write(b"go\n")
         proc.stdin.flush()
         after = wait_until(lambda: (o := scan({"p": proc.pid}, names)["p"]).process_name == "sleep" and o)
-        assert after.pid == proc.pid and len(reads) > n
+        assert after.pid == proc.pid
+        assert len(reads) > n
         assert all(k[0] == proc.pid and k[2] == "sleep" for k in names)  # the bash entry is gone
     finally:
         proc.kill()

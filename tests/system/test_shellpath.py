@@ -26,7 +26,8 @@ def test_parse_and_merge():
     assert shellpath.parse(b"no delimiters") is None
     assert shellpath.parse(shellpath.BEGIN.encode() + b"/a") is None
     merged, added = shellpath.merge("/b:/usr/bin", "/a:/b:rel::/c:/a")
-    assert merged == "/b:/usr/bin:/a:/c" and added == ["/a", "/c"]
+    assert merged == "/b:/usr/bin:/a:/c"
+    assert added == ["/a", "/c"]
 
 
 def run(env, **kw):
@@ -38,7 +39,9 @@ def test_noisy_rc_output_is_ignored(tmp_path):
     sh = stub(tmp_path, "noisy", 'echo "Welcome!"; [ "$SIGNALTTY_PATH_PROBE" = 1 ] || exit 9\n'
               'PATH="/opt/extra/bin:$PATH"; export PATH; shift; eval "$1"; echo bye\n')
     r = run({"SHELL": sh, "PATH": "/usr/bin:/bin"})
-    assert r.state == "done" and r.added == ["/opt/extra/bin"] and r.path == "/usr/bin:/bin:/opt/extra/bin"
+    assert r.state == "done"
+    assert r.added == ["/opt/extra/bin"]
+    assert r.path == "/usr/bin:/bin:/opt/extra/bin"
 
 
 def test_rc_printing_megabytes_is_read_in_bounded_memory(tmp_path):
@@ -50,20 +53,23 @@ def test_rc_printing_megabytes_is_read_in_bounded_memory(tmp_path):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     r = run({"SHELL": sh, "PATH": "/usr/bin:/bin"}, timeout_s=30)
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    assert r.state == "done" and r.added == ["/opt/loud"]
+    assert r.state == "done"
+    assert r.added == ["/opt/loud"]
     assert grown_mb < 32, f"peak RSS grew {grown_mb:.0f} MB"
 
 
 def test_endless_path_is_given_up(tmp_path):
     sh = stub(tmp_path, "endless", f'printf "%s" {shellpath.BEGIN}; head -c 10000000 /dev/zero | tr "\\0" x\n')
     r = run({"SHELL": sh, "PATH": "/usr/bin"}, timeout_s=30)
-    assert r.state == "failed" and r.path == "/usr/bin"
+    assert r.state == "failed"
+    assert r.path == "/usr/bin"
 
 
 def test_shell_that_reads_input_gets_eof(tmp_path):
     sh = stub(tmp_path, "reader", 'read answer; PATH="/opt/r:$PATH"; shift; eval "$1"\n')
     r = run({"SHELL": sh, "PATH": "/usr/bin"})
-    assert r.state == "done" and r.added == ["/opt/r"]
+    assert r.state == "done"
+    assert r.added == ["/opt/r"]
 
 
 def test_hanging_shell_is_killed(tmp_path):
@@ -71,7 +77,9 @@ def test_hanging_shell_is_killed(tmp_path):
     sh = stub(tmp_path, "hang", f'sleep 100 & echo $! > {marker}; wait\n')
     t0 = time.monotonic()
     r = run({"SHELL": sh, "PATH": "/usr/bin"}, timeout_s=1.0)
-    assert r.state == "failed" and "did not answer" in r.reason and r.path == "/usr/bin"
+    assert r.state == "failed"
+    assert "did not answer" in r.reason
+    assert r.path == "/usr/bin"
     assert time.monotonic() - t0 < 5
     import psutil
 
@@ -91,12 +99,15 @@ def test_hanging_shell_is_killed(tmp_path):
 def test_failing_shell_keeps_path(tmp_path, body):
     sh = stub(tmp_path, "fail", body)
     r = run({"SHELL": sh, "PATH": "/usr/bin"})
-    assert r.state == "failed" and r.path == "/usr/bin" and r.reason
+    assert r.state == "failed"
+    assert r.path == "/usr/bin"
+    assert r.reason
 
 
 def test_missing_shell(tmp_path):
     r = run({"SHELL": str(tmp_path / "nope"), "PATH": "/usr/bin"})
-    assert r.state == "failed" and "cannot start" in r.reason
+    assert r.state == "failed"
+    assert "cannot start" in r.reason
 
 
 def test_daemon_hydrates_and_panes_get_the_path(tmp_root):

@@ -38,13 +38,14 @@ def test_kind_only_with_blocked_and_only_known_kinds() -> None:
 
 
 @pytest.mark.parametrize(
-    "raw,state,expected",
+    ("raw", "state", "expected"),
     [("0", "working", 0), ("100", "blocked", 100), ("101", "working", None), ("-1", "working", None),
      ("1000", "working", None), ("4x", "working", None), ("50", "idle", None), ("50", "done", None)],
 )
 def test_progress_rules(raw: str, state: str, expected: int | None) -> None:
     rep = parse_report(f"state={state}:progress={raw}")
-    assert rep is not None and rep.progress == expected
+    assert rep is not None
+    assert rep.progress == expected
 
 
 def test_ids_validated_and_invalid_id_discards() -> None:
@@ -62,7 +63,9 @@ def test_app_field() -> None:
 
 def test_title_and_msg_base64_with_optional_padding() -> None:
     rep = parse_report(f"state=done:msg={b64('Tests passed', pad=False)}:title={b64('Build')}")
-    assert rep is not None and rep.msg == "Tests passed" and rep.title == "Build"
+    assert rep is not None
+    assert rep.msg == "Tests passed"
+    assert rep.title == "Build"
 
 
 @pytest.mark.parametrize(
@@ -72,13 +75,16 @@ def test_title_and_msg_base64_with_optional_padding() -> None:
 )
 def test_invalid_title_is_dropped_report_kept(value: str) -> None:
     rep = parse_report(f"state=working:title={value}")
-    assert rep is not None and rep.state == "working" and rep.title is None
+    assert rep is not None
+    assert rep.state == "working"
+    assert rep.title is None
 
 
 def test_msg_limit_is_2048_decoded_bytes() -> None:
     assert parse_report(f"state=done:msg={b64('m' * 2048)}").msg is not None
     over = parse_report(f"state=done:msg={b64('m' * 2049)}")
-    assert over is not None and over.msg is None  # field dropped, report kept
+    assert over is not None
+    assert over.msg is None
 
 
 def test_sequence_longer_than_4096_bytes_is_discarded() -> None:
@@ -88,7 +94,8 @@ def test_sequence_longer_than_4096_bytes_is_discarded() -> None:
 def test_text_is_sanitized() -> None:
     evil = b64("ok \u202e evil")
     rep = parse_report(f"state=done:msg={evil}")
-    assert rep is not None and "\u202e" not in (rep.msg or "")
+    assert rep is not None
+    assert "\u202e" not in (rep.msg or "")
 
 
 def test_records_root_children_and_clear_descendants() -> None:
@@ -98,12 +105,15 @@ def test_records_root_children_and_clear_descendants() -> None:
     rec.apply(Report("idle", id="task/1"), 3.0)
     rec.apply(Report("idle", id="tasks"), 4.0)
     wire = rec.to_wire(iso)
-    assert wire is not None and wire["state"] == "working" and wire["progress"] == 10
+    assert wire is not None
+    assert wire["state"] == "working"
+    assert wire["progress"] == 10
     assert [c["id"] for c in wire["children"]] == ["task", "task/1", "tasks"]
     rec.apply(Report("clear", id="task"), 5.0)
     assert [c["id"] for c in rec.to_wire(iso)["children"]] == ["tasks"]
     rec.apply(Report("clear"), 6.0)
-    assert not rec and rec.to_wire(iso) is None
+    assert not rec
+    assert rec.to_wire(iso) is None
 
 
 def test_children_capped_least_recently_updated_evicted() -> None:
@@ -113,5 +123,8 @@ def test_children_capped_least_recently_updated_evicted() -> None:
     rec.apply(Report("idle", id="c0"), 100.0)  # refreshed: now the most recent
     rec.apply(Report("working", id="new"), 101.0)
     ids = [c["id"] for c in rec.to_wire(iso)["children"]]
-    assert len(ids) == MAX_CHILDREN and "c1" not in ids and "c0" in ids and ids[-1] == "new"
+    assert len(ids) == MAX_CHILDREN
+    assert "c1" not in ids
+    assert "c0" in ids
+    assert ids[-1] == "new"
     assert rec.to_wire(iso)["state"] is None  # children only: no root state

@@ -7,7 +7,6 @@ Each pyte 0.8.2 fault fixed by ``HardenedScreen``/``TolerantStream`` has a test 
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +71,8 @@ def test_pyte_screen_implements_virtual_screen() -> None:
     assert screen.size == (80, 24)
     assert screen.lines() == [""] * 24
     assert screen.cursor == (0, 0)
-    assert not screen.cursor_hidden and not screen.alt_screen
+    assert not screen.cursor_hidden
+    assert not screen.alt_screen
     assert screen.faults == 0
 
 
@@ -131,7 +131,8 @@ def test_pending_bytes_take_splits_chunks() -> None:
     assert pending.take(2) == b"ab"
     assert pending.take(4) == b"cdef"
     assert pending.take(100) == b"ghij"
-    assert pending.take(1) == b"" and len(pending) == 0
+    assert pending.take(1) == b""
+    assert len(pending) == 0
 
 
 def test_cursor_position_hidden_and_pending_wrap() -> None:
@@ -307,12 +308,12 @@ def test_combining_marks_join_the_previous_cell() -> None:
 
 
 def test_fault_combining_flood_is_bounded() -> None:
-    """pyte re-normalizes an ever-growing cell per mark (quadratic)."""
+    """pyte re-normalizes an ever-growing cell per mark (quadratic): the cell stays small.
+    (How long the flood takes: ``bench/latency.py --screen``.)"""
     screen = make(b"a" + "\u0301".encode() * 50_000)
-    start = time.perf_counter()
     text = screen.lines()[0]
-    assert time.perf_counter() - start < 5
-    assert text.startswith("á") and len(text) <= 8
+    assert text.startswith("á")
+    assert len(text) <= 8
 
 
 def test_wide_character_at_the_last_column_wraps() -> None:
@@ -358,7 +359,8 @@ def test_fault_colon_sgr_is_parsed() -> None:
     model = screen.model
     assert screen.lines()[0] == "ABCD"
     assert model.cell(0, 0).fg == "ff0000"
-    assert model.cell(0, 1).bg == "00005f" and model.cell(0, 1).underscore
+    assert model.cell(0, 1).bg == "00005f"
+    assert model.cell(0, 1).underscore
     assert not model.cell(0, 2).underscore
     assert model.cell(0, 3).fg == "010203"
 
@@ -444,14 +446,13 @@ def test_dec_special_graphics_charset() -> None:
     ],
 )
 def test_fault_one_sequence_cannot_take_seconds(unit: bytes) -> None:
-    """64 KiB of the sequence on a full 120x40 screen drains quickly (generous bound: these
-    took from seconds to minutes in pyte 0.8.2)."""
+    """64 KiB of the sequence on a full 120x40 screen drains without a fault (these took
+    from seconds to minutes in pyte 0.8.2; the time per sequence, against plain text in the
+    same run, is measured by ``bench/latency.py --screen``)."""
     screen = make(b"x" * 4800, cols=120, rows=40)
     screen.lines()
     screen.feed((unit * (65536 // len(unit) + 1))[:65536])
-    start = time.perf_counter()
-    screen.lines()
-    assert time.perf_counter() - start < 8
+    assert len(screen.lines()) == 40
     assert screen.faults == 0
 
 
@@ -700,7 +701,8 @@ def test_history_only_from_the_top_of_the_main_grid() -> None:
     su = make(b"a\r\nb\x1b[S", rows=2)
     assert list(su.model.history) == ["a"]
     dl = make(b"a\r\nb\x1b[H\x1b[M", rows=2)
-    assert list(dl.model.history) == [] and dl.lines() == ["b", ""]
+    assert list(dl.model.history) == []
+    assert dl.lines() == ["b", ""]
 
 
 def test_history_rows_are_rendered_and_trimmed() -> None:
@@ -843,13 +845,16 @@ def test_snapshot_clamps_a_cursor_outside_the_origin_region() -> None:
     # Save at (0, 0) in origin mode without margins, set margins, restore.
     screen = make(b"\x1b[?6h\x1b7\x1b[2;4r\x1b8")
     model = screen.model
-    assert model.margins is not None and pyte.modes.DECOM in model.mode
+    assert model.margins is not None
+    assert pyte.modes.DECOM in model.mode
     assert model.cursor.y == 0 < model.margins.top
     snapshot = screen.snapshot_bytes()
-    assert b"\x1b[0;" not in snapshot and b"\x1b[-" not in snapshot
+    assert b"\x1b[0;" not in snapshot
+    assert b"\x1b[-" not in snapshot
     copy = _round_trip(screen)
     assert copy.cursor == (model.margins.top, 0)
-    assert copy.model.margins == model.margins and pyte.modes.DECOM in copy.model.mode
+    assert copy.model.margins == model.margins
+    assert pyte.modes.DECOM in copy.model.mode
 
 
 # --- slicing ----------------------------------------------------------------------------------

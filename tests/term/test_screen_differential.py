@@ -138,7 +138,7 @@ class Run:
         ref_rows = self.ref.lines()
         assert rows == ref_rows, f"{where}: peek_rows differs from the reference"
         if dirty is not None:
-            changed = {y for y, (x, z) in enumerate(zip(before, rows)) if x != z}
+            changed = {y for y, (x, z) in enumerate(zip(before, rows, strict=True)) if x != z}
             assert changed <= dirty, f"{where}: dirty rows {dirty} miss {changed - dirty}"
         self.checks += 1
 
@@ -364,11 +364,13 @@ def test_held_text_stays_bounded_and_nothing_is_lost() -> None:
             screen.feed(data[i : i + 65536])
             while screen.pending:
                 screen.drain(2048)
-                assert screen._lazy is not None and screen._lazy.held <= window + 2048
+                assert screen._lazy is not None
+                assert screen._lazy.held <= window + 2048
         screen.lines()
         stats = screen.fast_forward_stats
         assert stats.get("skipped", 0) + stats.get("drawn", 0) == len(text), stats
-        assert screen._lazy.held == 0 and screen._lazy.committed == 0
+        assert screen._lazy.held == 0
+        assert screen._lazy.committed == 0
 
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -391,7 +393,7 @@ def test_real_captures(path: Path) -> None:
 def test_cursor_reports_at_the_byte_asked() -> None:
     rng = random.Random(3)
     parts = []
-    for i in range(400):
+    for _ in range(400):
         parts.append(plain_lines(rng, rng.randint(0, 30), 30))
         parts.append(
             rng.choice(

@@ -160,7 +160,10 @@ class _Gen:
 
     def structural(self) -> str:
         rng = self.rng
-        n = lambda: rng.choice([0, 1, 2, 3, 5, 40, 9999, 99999999])
+
+        def n() -> int:
+            return rng.choice([0, 1, 2, 3, 5, 40, 9999, 99999999])
+
         return rng.choice(
             [
                 f"\x1b[{n()};{n()}H",
@@ -272,8 +275,10 @@ def _check_bounds(screen: PyteScreen) -> None:
     assert 0 <= model.cursor.y < rows
     assert 0 <= model.cursor.x <= cols
     row, col = screen.cursor
-    assert 0 <= row < rows and 0 <= col < cols
-    assert model.history.maxlen is not None and len(model.history) <= model.history.maxlen
+    assert 0 <= row < rows
+    assert 0 <= col < cols
+    assert model.history.maxlen is not None
+    assert len(model.history) <= model.history.maxlen
     assert all(stop < cols for stop in model.tabstops)
     if model.margins is not None:
         assert 0 <= model.margins.top < model.margins.bottom < rows
@@ -304,7 +309,8 @@ def test_fuzz_never_faults_and_chunking_is_invisible(seed: int) -> None:
         sliced = PyteScreen(cols, rows, history_lines=50)
         _feed_sliced(sliced, data, rng)
         assert _state(sliced) == expected, data
-        assert whole.faults == 0 and sliced.faults == 0, (whole.fault_classes, data)
+        assert whole.faults == 0, (whole.fault_classes, data)
+        assert sliced.faults == 0, (sliced.fault_classes, data)
         _check_bounds(whole)
 
 
@@ -321,7 +327,8 @@ def test_fuzz_byte_by_byte_matches_whole_feed(seed: int) -> None:
     while single.pending:
         single.drain(1)
     assert _state(single) == _state(whole), data
-    assert single.faults == 0 and whole.faults == 0
+    assert single.faults == 0
+    assert whole.faults == 0
 
 
 @pytest.mark.parametrize("seed", range(40, 56))

@@ -1,5 +1,6 @@
 """states.md §9.1 (Claude), §9.2 (Codex, OpenCode, Cursor) and §9.8 rule rows, through the real
-builtin adapters and the pure ``core.rules.on_hook``/``on_answer``."""
+builtin adapters, the assembly ``server/hooks.py`` uses (``agents.hook_input.assemble``) and the
+pure ``core.rules.on_hook``/``on_answer``."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from signaltty.agents import permission
-from signaltty.agents.adapters import adapter_for
+from signaltty.agents import hook_input, permission
+from signaltty.agents.adapters.overlay import resolve_adapter
 from signaltty.core import rules
 from signaltty.core.model import Decision
 from signaltty.core.rules import Alert, Emit
@@ -16,29 +17,38 @@ from signaltty.core.states import Attention
 from tests.unit.test_rules import NOW, make_pane
 
 
-def run_hook(pane, agent: str, event: str, payload: dict[str, Any] | None = None, **extra):
-    adapter = adapter_for(agent)
+def run_hook(
+    pane,
+    agent: str,
+    event: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    decision: Decision | None = None,
+    native_route: bool = False,
+    **options: Any,
+):
+    """One hook as ``HookService._apply_hook`` feeds it to the rules, minus routing and I/O.
+
+    ``options`` are the request's ``foreign_harness``, ``message``, ``body``, ``title`` and
+    ``severity``. A PermissionRequest meeting the native contract carries a native decision
+    (step 1 of ``hook_event``) unless ``decision`` is given.
+    """
+    adapter = resolve_adapter(None, agent)
     assert adapter is not None
-    decision = extra.pop("decision", None)
-    native_route = extra.pop("native_route", False)
     if decision is None and event == "PermissionRequest" and permission.meets_native_contract(agent, payload):
         decision = permission.native_decision(agent, payload, now=NOW)
-    sid = adapter.session_id(payload)
-    hook = rules.HookInput(
-        agent=adapter.kind,
-        event=event,
-        classification=adapter.classify(event, payload),
-        session_id=sid,
-        resume_argv=[*(a.replace("{id}", sid) for a in adapter.resume_template())] if sid and adapter.resume_template() else None,
-        draft=adapter.notification_draft(event, payload),
-        default_title=adapter.default_title,
-        display_name=adapter.display_name,
+    session_id, rejected = adapter.session_identity(payload)
+    assert rejected is None
+    hook = hook_input.assemble(
+        adapter,
+        pane,
+        event,
+        payload,
+        session_id=session_id,
         decision=decision,
-        answer_channel=adapter.answer_channel() is not None,
         native_route=native_route,
         notification_id="notif_1",
-        tool_name=(payload or {}).get("tool_name"),
-        **extra,
+        **options,
     )
     return rules.on_hook(pane, hook, now=NOW)
 
@@ -66,9 +76,13 @@ def native_dec() -> Decision:
 def test_h1_session_start():
     pane = make_pane("claude")
     out = run_hook(pane, "claude", "SessionStart", {"session_id": "S1", "source": "startup"})
-    assert state(pane) == ("idle", "none") and out.accepted
-    assert pane.agent.agent_session_id == "S1" and pane.agent.resume_argv == ["claude", "--resume", "S1"]
-    assert pane.hooked and "agent.idle" in names(out) and "pane.updated" in names(out)
+    assert state(pane) == ("idle", "none")
+    assert out.accepted
+    assert pane.agent.agent_session_id == "S1"
+    assert pane.agent.resume_argv == ["claude", "--resume", "S1"]
+    assert pane.hooked
+    assert "agent.idle" in names(out)
+    assert "pane.updated" in names(out)
 
 
 def test_h2_prompt_submit():
@@ -81,7 +95,9 @@ def test_h3_tool_hook_no_events():
     pane = make_pane("claude", "working")
     pane.hooked = True
     out = run_hook(pane, "claude", "PreToolUse", {"tool_name": "Bash"})
-    assert out.accepted and names(out) == [] and state(pane) == ("working", "none")
+    assert out.accepted
+    assert names(out) == []
+    assert state(pane) == ("working", "none")
 
 
 def test_h4_permission_request_not_waiting():
@@ -89,7 +105,9 @@ def test_h4_permission_request_not_waiting():
     out = run_hook(pane, "claude", "PermissionRequest", {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "ls"}})
     assert state(pane) == ("blocked", "permission_required")
     dec = pane.pending_decision
-    assert dec.id.startswith("permission_") and dec.answerable is False and dec.native
+    assert dec.id.startswith("permission_")
+    assert dec.answerable is False
+    assert dec.native
     assert dec.prompt == 'Allow Bash?\n{\n  "command": "ls"\n}'
     assert [(n.title, n.severity, n.body) for n in notes(out)] == [("Claude needs approval", "warning", "Bash")]
     assert alerts(out) == ["permission"]
@@ -107,7 +125,8 @@ def test_h5_other_tool_ending_keeps_the_request():
     pane = make_pane("claude", "working")
     run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
     out = run_hook(pane, "claude", "PostToolUse", {"session_id": "S1", "tool_name": "Read"})  # H5
-    assert state(pane) == ("blocked", "permission_required") and names(out) == []
+    assert state(pane) == ("blocked", "permission_required")
+    assert names(out) == []
     assert pane.pending_decision is not None
 
 
@@ -117,11 +136,14 @@ def test_answered_in_dialog_resolves_on_post_tool_use():
     run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
     dec = pane.pending_decision
     out = run_hook(pane, "claude", "PostToolUse", {"session_id": "S1", "tool_name": "Bash"})
-    assert state(pane) == ("working", "none") and pane.pending_decision is None
+    assert state(pane) == ("working", "none")
+    assert pane.pending_decision is None
     assert rules.CancelRoute(dec.id, "moved_on") in out.effects
-    assert ("decision.cleared", "moved_on") in cleared(out) and ("attention.cleared", "hook") in cleared(out)
+    assert ("decision.cleared", "moved_on") in cleared(out)
+    assert ("attention.cleared", "hook") in cleared(out)
     out = run_hook(pane, "claude", "Stop", {"last_assistant_message": "ok"})
-    assert state(pane) == ("done", "unread") and alerts(out) == ["turn_done"]
+    assert state(pane) == ("done", "unread")
+    assert alerts(out) == ["turn_done"]
 
 
 def test_stop_while_waiting_for_verdict_keeps_needs_approval():
@@ -129,8 +151,11 @@ def test_stop_while_waiting_for_verdict_keeps_needs_approval():
     pane = make_pane("claude", "working")
     run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
     out = run_hook(pane, "claude", "Stop", {"last_assistant_message": "ok"})
-    assert state(pane) == ("blocked", "permission_required") and pane.pending_decision is not None
-    assert alerts(out) == [] and notes(out) == [] and pane.last_message != "ok"
+    assert state(pane) == ("blocked", "permission_required")
+    assert pane.pending_decision is not None
+    assert alerts(out) == []
+    assert notes(out) == []
+    assert pane.last_message != "ok"
 
 
 def test_stop_after_native_wait_ended_resolves():
@@ -140,7 +165,8 @@ def test_stop_after_native_wait_ended_resolves():
     run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
     pane.pending_decision = None  # what the timed-out waiter leaves (server/hooks.py)
     out = run_hook(pane, "claude", "PostToolUse", {"session_id": "S1", "tool_name": "Bash"})
-    assert state(pane) == ("working", "none") and ("attention.cleared", "hook") in cleared(out)
+    assert state(pane) == ("working", "none")
+    assert ("attention.cleared", "hook") in cleared(out)
     run_hook(pane, "claude", "Stop", {"last_assistant_message": "ok"})
     assert state(pane) == ("done", "unread")
 
@@ -150,16 +176,20 @@ def test_stop_with_unanswerable_decision_resolves():
     pane = make_pane("claude", "working")
     run_hook(pane, "claude", "PermissionRequest", BASH)  # no live route: not answerable
     out = run_hook(pane, "claude", "Stop", {"last_assistant_message": "ok"})
-    assert state(pane) == ("done", "unread") and pane.pending_decision is None
-    assert ("decision.cleared", "moved_on") in cleared(out) and alerts(out) == ["turn_done"]
+    assert state(pane) == ("done", "unread")
+    assert pane.pending_decision is None
+    assert ("decision.cleared", "moved_on") in cleared(out)
+    assert alerts(out) == ["turn_done"]
 
 
 def test_h7_user_prompt_submit_resolves():
     pane = make_pane("claude", "working")
     run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
     out = run_hook(pane, "claude", "UserPromptSubmit", {})  # H7
-    assert state(pane) == ("working", "none") and pane.pending_decision is None
-    assert ("decision.cleared", "moved_on") in cleared(out) and ("attention.cleared", "hook") in cleared(out)
+    assert state(pane) == ("working", "none")
+    assert pane.pending_decision is None
+    assert ("decision.cleared", "moved_on") in cleared(out)
+    assert ("attention.cleared", "hook") in cleared(out)
 
 
 def test_late_permission_notification_does_not_realert():
@@ -169,8 +199,11 @@ def test_late_permission_notification_does_not_realert():
     assert alerts(first) == ["permission"]
     out = run_hook(pane, "claude", "Notification", {"session_id": "S1", "notification_type": "permission_prompt",
                                                     "message": "Claude needs your permission to use Bash"})
-    assert alerts(out) == [] and notes(out) == [] and names(out) == []
-    assert state(pane) == ("blocked", "permission_required") and pane.pending_decision is not None
+    assert alerts(out) == []
+    assert notes(out) == []
+    assert names(out) == []
+    assert state(pane) == ("blocked", "permission_required")
+    assert pane.pending_decision is not None
 
 
 def test_h8_permission_notification():
@@ -186,14 +219,19 @@ def test_h9_idle_prompt_is_an_alert_only(before):
     pane = make_pane("claude", *before)
     pane.last_message = "All tests pass."
     out = run_hook(pane, "claude", "Notification", {"notification_type": "idle_prompt", "message": "Claude is waiting for your input"})
-    assert out.accepted and state(pane) == before and alerts(out) == ["idle_prompt"]
-    assert notes(out) == [] and names(out) == [] and pane.last_message == "All tests pass."
+    assert out.accepted
+    assert state(pane) == before
+    assert alerts(out) == ["idle_prompt"]
+    assert notes(out) == []
+    assert names(out) == []
+    assert pane.last_message == "All tests pass."
 
 
 def test_h10_stop():
     pane = make_pane("claude", "working")
     out = run_hook(pane, "claude", "Stop", {"last_assistant_message": "All tests pass."})
-    assert state(pane) == ("done", "unread") and pane.last_message == "All tests pass."
+    assert state(pane) == ("done", "unread")
+    assert pane.last_message == "All tests pass."
     assert alerts(out) == ["turn_done"]
 
 
@@ -202,14 +240,16 @@ def test_h11_h12_session_end_restatement(before, after):
     pane = make_pane("claude", *before)
     pane.last_message = "kept"
     out = run_hook(pane, "claude", "SessionEnd", {"reason": "other"})
-    assert state(pane) == after and pane.last_message == "kept"
+    assert state(pane) == after
+    assert pane.last_message == "kept"
     assert [n for n in names(out) if n.startswith(("agent.", "attention."))] == []
 
 
 def test_h13_session_end_while_working():
     pane = make_pane("claude", "working")
     out = run_hook(pane, "claude", "SessionEnd", {"reason": "prompt_input_exit"})
-    assert state(pane) == ("done", "unread") and pane.last_message == "session ended"
+    assert state(pane) == ("done", "unread")
+    assert pane.last_message == "session ended"
     assert alerts(out) == ["session_end"]
 
 
@@ -218,14 +258,17 @@ def test_h14_resume_changes_session_and_generation():
     run_hook(pane, "claude", "SessionStart", {"session_id": "S1"})
     assert pane.agent.session_generation == 0
     run_hook(pane, "claude", "SessionStart", {"session_id": "S2", "source": "resume"})
-    assert pane.agent.agent_session_id == "S2" and pane.agent.session_generation == 1
-    assert pane.agent.resume_argv == ["claude", "--resume", "S2"] and state(pane) == ("idle", "none")
+    assert pane.agent.agent_session_id == "S2"
+    assert pane.agent.session_generation == 1
+    assert pane.agent.resume_argv == ["claude", "--resume", "S2"]
+    assert state(pane) == ("idle", "none")
 
 
 def test_h15_generic_promoted():
     pane = make_pane("generic")
     run_hook(pane, "claude", "UserPromptSubmit", {})
-    assert pane.agent.kind == "claude" and state(pane) == ("working", "none")
+    assert pane.agent.kind == "claude"
+    assert state(pane) == ("working", "none")
 
 
 def test_specific_kind_not_switched_without_id():
@@ -238,7 +281,8 @@ def test_h16_first_hook_withdraws_screen_marker():
     pane = make_pane("claude", "blocked", "input_required")
     pane.attention_marker = "screen"
     out = run_hook(pane, "claude", "PreToolUse", {"tool_name": "Bash"})
-    assert state(pane) == ("blocked", "none") and pane.hooked
+    assert state(pane) == ("blocked", "none")
+    assert pane.hooked
     assert ("attention.cleared", "hook") in [(e.event, e.payload.get("reason")) for e in out.effects if isinstance(e, Emit)]
 
 
@@ -246,13 +290,15 @@ def test_h19_harness_mismatch():
     pane = make_pane("claude", "working")
     out = run_hook(pane, "claude", "Stop", {"agent": "codex"}, foreign_harness=True)
     assert (out.accepted, out.dropped, out.reason) == (False, True, "harness_mismatch")
-    assert state(pane) == ("working", "none") and out.effects == []
+    assert state(pane) == ("working", "none")
+    assert out.effects == []
 
 
 def test_h20_unrecognized():
     pane = make_pane("codex", "working")
     out = run_hook(pane, "codex", "SubagentStop", {})
-    assert (out.accepted, out.reason) == (False, "unrecognized_hook") and not pane.hooked
+    assert (out.accepted, out.reason) == (False, "unrecognized_hook")
+    assert not pane.hooked
 
 
 def test_h21_hooks_apply_to_exited_panes():
@@ -260,13 +306,15 @@ def test_h21_hooks_apply_to_exited_panes():
     rules.on_exit(pane, 0, now=NOW, shutting_down=False)
     assert state(pane) == ("exited", "unread")
     run_hook(pane, "claude", "SessionEnd", {"session_id": "S3"})
-    assert state(pane) == ("done", "unread") and pane.agent.agent_session_id == "S3"
+    assert state(pane) == ("done", "unread")
+    assert pane.agent.agent_session_id == "S3"
 
 
 def test_c1_codex_permission():
     pane = make_pane("codex", "working")
     out = run_hook(pane, "codex", "PermissionRequest", {"session_id": "T", "tool_name": "shell", "tool_input": {"command": ["ls"]}})
-    assert state(pane) == ("blocked", "permission_required") and pane.pending_decision.native
+    assert state(pane) == ("blocked", "permission_required")
+    assert pane.pending_decision.native
     assert [(n.title, n.severity, n.body) for n in notes(out)] == [("Codex needs approval", "warning", "shell")]
 
 
@@ -282,7 +330,8 @@ def test_c4_codex_explicit_decision_typed_channel():
     pane = make_pane("codex", "working")
     dec = Decision(id="d1", prompt="Run?", options=[{"id": "1", "label": "Yes"}, {"id": "2", "label": "No"}], received_at=NOW)
     out = run_hook(pane, "codex", "Notification", {}, decision=dec, message="Run?", severity="info")
-    assert pane.pending_decision is dec and dec.answerable is True
+    assert pane.pending_decision is dec
+    assert dec.answerable is True
     assert "decision.created" in names(out)
 
 
@@ -291,7 +340,8 @@ def test_c4_attention_input_required_with_decision():
     pane.attention = Attention.INPUT_REQUIRED
     dec = Decision(id="d1", prompt="Run?", options=[{"id": "1", "label": "Yes"}, {"id": "2", "label": "No"}], received_at=NOW)
     run_hook(pane, "codex", "Notification", {}, decision=dec, message="Run?")
-    assert pane.attention == Attention.INPUT_REQUIRED and pane.pending_decision.answerable
+    assert pane.attention == Attention.INPUT_REQUIRED
+    assert pane.pending_decision.answerable
 
 
 @pytest.mark.parametrize(
@@ -310,7 +360,8 @@ def test_opencode(row, before, event, payload, after):
     if row == "O3":
         assert [(n.title, n.body) for n in notes(out)] == [("OpenCode session error", "rate limited")]
     if row == "O4":
-        assert pane.agent.agent_session_id == "ses_1" and pane.agent.resume_argv == ["opencode", "--session", "ses_1"]
+        assert pane.agent.agent_session_id == "ses_1"
+        assert pane.agent.resume_argv == ["opencode", "--session", "ses_1"]
 
 
 @pytest.mark.parametrize(("row", "before", "event", "after", "title"), [("U1", "idle", "beforeSubmitPrompt", ("working", "none"), None), ("U2", "working", "stop", ("done", "unread"), "Cursor turn complete")])
@@ -324,9 +375,11 @@ def test_cursor(row, before, event, after, title):
 def test_explicit_message_notification():
     pane = make_pane("generic", "idle")
     out = run_hook(pane, "generic", "custom", {}, message="hello there", severity="warning")
-    assert out.accepted and pane.attention == Attention.WARNING
+    assert out.accepted
+    assert pane.attention == Attention.WARNING
     (note,) = notes(out)
-    assert note.source == "hook:generic:custom" and note.body == "hello there"
+    assert note.source == "hook:generic:custom"
+    assert note.body == "hello there"
 
 
 def test_d_answer_resumes_blocked_pane():
@@ -335,7 +388,8 @@ def test_d_answer_resumes_blocked_pane():
     run_hook(pane, "claude", "PermissionRequest", {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "ls"}}, decision=dec, native_route=True)
     assert dec.answerable is True
     effects = rules.on_answer(pane, dec.id, "once", now=NOW)
-    assert state(pane) == ("working", "none") and pane.pending_decision is None
+    assert state(pane) == ("working", "none")
+    assert pane.pending_decision is None
     evs = [(e.event, e.payload.get("option_id") or e.payload.get("reason")) for e in effects if isinstance(e, Emit)]
     assert evs[:2] == [("decision.answered", "once"), ("attention.cleared", "decision_answer")]
 
@@ -356,7 +410,8 @@ def test_session_replacement_clears_decision_moved_on():
     run_hook(pane, "claude", "SessionStart", {"session_id": "S1"})
     run_hook(pane, "claude", "PermissionRequest", {"session_id": "S1", "tool_name": "Bash", "tool_input": {}}, native_route=True)
     effects, changed = rules.set_session(pane, "claude", "S2", ["claude", "--resume", "S2"])
-    assert "agent_session_id" in changed and pane.pending_decision is None
+    assert "agent_session_id" in changed
+    assert pane.pending_decision is None
     assert any(isinstance(e, rules.CancelRoute) and e.reason == "moved_on" for e in effects)
 
 
@@ -365,8 +420,11 @@ def test_resume_rule():
     pane.live = False
     pane.hooked = True
     effects = rules.on_resume(pane, "pi_2", now=NOW)
-    assert pane.live and pane.process_instance == "pi_2" and not pane.hooked
-    assert state(pane) == ("unknown", "unread") and pane.lifecycle_source == "resume"
+    assert pane.live
+    assert pane.process_instance == "pi_2"
+    assert not pane.hooked
+    assert state(pane) == ("unknown", "unread")
+    assert pane.lifecycle_source == "resume"
     assert pane.pending_decision is None
     assert ("decision.cleared", "moved_on") in [(e.event, e.payload.get("reason")) for e in effects if isinstance(e, Emit)]
 
@@ -377,8 +435,11 @@ def test_restart_and_resume_then_next_hook_resolves():
     pane = make_pane("claude", "working")
     run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
     rules.restore(pane, has_resume=True)
-    assert pane.pending_decision is not None and not pane.pending_decision.answerable
+    assert pane.pending_decision is not None
+    assert not pane.pending_decision.answerable
     rules.on_resume(pane, "proc_2", now=NOW)
-    assert pane.pending_decision is None and pane.attention == Attention.PERMISSION_REQUIRED
+    assert pane.pending_decision is None
+    assert pane.attention == Attention.PERMISSION_REQUIRED
     out = run_hook(pane, "claude", "SessionStart", {"session_id": "S1", "source": "resume"})
-    assert state(pane) == ("idle", "none") and ("attention.cleared", "hook") in cleared(out)
+    assert state(pane) == ("idle", "none")
+    assert ("attention.cleared", "hook") in cleared(out)

@@ -29,7 +29,7 @@ KEYS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("name,want", KEYS)
+@pytest.mark.parametrize(("name", "want"), KEYS)
 def test_key_names_encode_as_xterm_sends_them(name, want):
     assert encode_key(name) == want
 
@@ -53,23 +53,28 @@ def test_prefix_matches_needs_pane_and_one_character():
     assert prefix_matches("pane_abc", ids) == ["pane_abc1"]
     assert prefix_matches("pane_f", ids) == ["pane_ffff"]
     assert prefix_matches("pane_ffff", ids) == ["pane_ffff"]
-    assert prefix_matches("pane_", ids) == [] and prefix_matches("abc", ids) == []
-    assert prefix_matches("pane_0", ids) == [] and prefix_matches("pane_abc1x", ids) == []
+    assert prefix_matches("pane_", ids) == []
+    assert prefix_matches("abc", ids) == []
+    assert prefix_matches("pane_0", ids) == []
+    assert prefix_matches("pane_abc1x", ids) == []
 
 
 def test_short_ids_are_unique_and_at_least_eight_hex():
     a, b = "pane_0123456789ab" + "0" * 16, "pane_0123456789ac" + "0" * 16
     c = new_id("pane")
     short = short_ids([a, b, c, "ws_x"])
-    assert short[a] == "pane_0123456789ab" and short[b] == "pane_0123456789ac"
+    assert short[a] == "pane_0123456789ab"
+    assert short[b] == "pane_0123456789ac"
     assert short[c] == c[:13] or (short[c].startswith(c[:13]) and c.startswith(short[c]))
     assert short["ws_x"] == "ws_x"
     many = [new_id("pane") for _ in range(2000)]
     shorts = short_ids(iter(many))
     assert len(set(shorts.values())) == 2000
     for full in many:
-        assert len(shorts[full]) >= 13 and prefix_matches(shorts[full], many) == [full]
-    assert short_ids([a])[a] == a[:13] and short_ids([a, a])[a] == a[:13]
+        assert len(shorts[full]) >= 13
+        assert prefix_matches(shorts[full], many) == [full]
+    assert short_ids([a])[a] == a[:13]
+    assert short_ids([a, a])[a] == a[:13]
 
 
 # ---------------------------------------------------------------- watched panes
@@ -82,7 +87,8 @@ def raised(effects) -> list[str]:
 def test_watched_bell_keeps_attention_but_alerts():
     pane = make_pane()
     eff = rules.on_bell(pane, now=NOW, watched=True)
-    assert pane.attention == Attention.NONE and raised(eff) == []
+    assert pane.attention == Attention.NONE
+    assert raised(eff) == []
     assert [a.cause for a in eff if isinstance(a, Alert)] == ["bell"]
     assert raised(rules.on_bell(pane, now=NOW)) == ["attention.created"]
 
@@ -90,19 +96,24 @@ def test_watched_bell_keeps_attention_but_alerts():
 def test_watched_info_notification_is_read_on_arrival_warning_still_raises():
     pane = make_pane()
     eff = rules.on_notification(pane, NotificationInput("n1", "Deploy", "done", "info", "osc777", "osc"), now=NOW, watched=True)
-    assert pane.attention == Attention.NONE and raised(eff) == [] and pane.last_message == "Deploy: done"
+    assert pane.attention == Attention.NONE
+    assert raised(eff) == []
+    assert pane.last_message == "Deploy: done"
     (record,) = [e.notification for e in eff if isinstance(e, rules.AddNotification)]
     assert record.read_at == NOW
     eff = rules.on_notification(pane, NotificationInput("n2", "Disk", "full", "warning", "osc99", "osc"), now=NOW, watched=True)
-    assert pane.attention == Attention.WARNING and raised(eff) == ["attention.created"]
+    assert pane.attention == Attention.WARNING
+    assert raised(eff) == ["attention.created"]
 
 
-@pytest.mark.parametrize("kind,code,lifecycle", [("generic", 0, "done"), ("generic", 2, "failed"), ("claude", 0, "exited")])
+@pytest.mark.parametrize(("kind", "code", "lifecycle"), [("generic", 0, "done"), ("generic", 2, "failed"), ("claude", 0, "exited")])
 def test_watched_exit_changes_lifecycle_without_unread(kind, code, lifecycle):
     pane = make_pane(kind=kind, lifecycle="working")
     eff = rules.on_exit(pane, code, now=NOW, shutting_down=False, watched=True)
-    assert pane.lifecycle == Lifecycle(lifecycle) and pane.attention == Attention.NONE
-    assert raised(eff) == [] and [a.cause for a in eff if isinstance(a, Alert)] == ["exit"]
+    assert pane.lifecycle == Lifecycle(lifecycle)
+    assert pane.attention == Attention.NONE
+    assert raised(eff) == []
+    assert [a.cause for a in eff if isinstance(a, Alert)] == ["exit"]
     other = make_pane(kind=kind, lifecycle="working")
     rules.on_exit(other, code, now=NOW, shutting_down=False)
     assert other.attention == Attention.UNREAD
@@ -111,4 +122,5 @@ def test_watched_exit_changes_lifecycle_without_unread(kind, code, lifecycle):
 def test_watched_exit_still_clears_a_requirement():
     pane = make_pane(lifecycle="blocked", attention="input_required")
     eff = rules.on_exit(pane, 1, now=NOW, shutting_down=False, watched=True)
-    assert pane.attention == Attention.NONE and raised(eff) == ["attention.cleared"]
+    assert pane.attention == Attention.NONE
+    assert raised(eff) == ["attention.cleared"]

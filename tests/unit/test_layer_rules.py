@@ -33,7 +33,7 @@ def alerts(effects: list[rules.Effect]) -> list[str]:
 # ---------------------------------------------------------------- §9.5 screen rules
 
 @pytest.mark.parametrize(
-    "row,before,state,after,alert",
+    ("row", "before", "state", "after", "alert"),
     [
         ("S1", ("unknown", "none", None), "working", ("working", "none"), []),
         ("S2", ("working", "none", None), "idle", ("done", "unread"), ["turn_done"]),
@@ -98,7 +98,8 @@ def test_s7_idle_prompt_makes_unknown_idle_but_the_fallback_does_not() -> None:
     assert p.lifecycle == Lifecycle.UNKNOWN
     effects = L.on_screen_state(p, "idle", now=2.0)
     assert (p.lifecycle, p.attention, p.lifecycle_source) == (Lifecycle.IDLE, Attention.NONE, "screen")
-    assert events(effects) == ["agent.idle"] and alerts(effects) == []
+    assert events(effects) == ["agent.idle"]
+    assert alerts(effects) == []
 
 
 def test_s3_marker_screen_and_s4_withdrawal_reason() -> None:
@@ -107,7 +108,8 @@ def test_s3_marker_screen_and_s4_withdrawal_reason() -> None:
     assert p.attention_marker == "screen"
     effects = L.on_screen_state(p, "working", now=2.0)
     cleared = [e for e in effects if isinstance(e, rules.Emit) and e.event == "attention.cleared"]
-    assert cleared and cleared[0].payload["reason"] == "screen"
+    assert cleared
+    assert cleared[0].payload["reason"] == "screen"
 
 
 def test_screen_never_raises_permission_and_repeated_blocked_does_not_realert() -> None:
@@ -139,7 +141,7 @@ def test_authority_screen_only_with_rules_and_without_hooks() -> None:
 # ---------------------------------------------------------------- §9.6 OSC 7501
 
 @pytest.mark.parametrize(
-    "row,before,report,after,alert",
+    ("row", "before", "report", "after", "alert"),
     [
         ("P2", ("unknown", "none", None), ("working", None), ("working", "none"), []),
         ("P3", ("working", "none", None), ("blocked", "permission"), ("blocked", "permission_required"), ["permission"]),
@@ -166,7 +168,8 @@ def test_program_status_table(row, before, report, after, alert) -> None:
 def test_p3_marker_and_p4_cleared_reason() -> None:
     p = pane("working")
     L.on_program_status(p, "blocked", "permission", None, now=1.0)
-    assert p.attention_marker == "program_status" and p.lifecycle_source == "program_status"
+    assert p.attention_marker == "program_status"
+    assert p.lifecycle_source == "program_status"
     effects = L.on_program_status(p, "working", None, None, now=2.0)
     cleared = [e for e in effects if isinstance(e, rules.Emit) and e.event == "attention.cleared"]
     assert cleared[0].payload["reason"] == "program_status"
@@ -188,7 +191,8 @@ def test_p13_repeated_working_changes_nothing() -> None:
 def test_p12_end_of_authority_returns_live_states_to_idle() -> None:
     p = pane("working", source="program_status")
     effects = L.end_program_status(p, now=1.0)
-    assert p.lifecycle == Lifecycle.IDLE and events(effects) == ["agent.idle"]
+    assert p.lifecycle == Lifecycle.IDLE
+    assert events(effects) == ["agent.idle"]
     p = pane("blocked", "input_required", "program_status", source="program_status")
     L.end_program_status(p, now=1.0)
     assert (p.lifecycle, p.attention) == (Lifecycle.IDLE, Attention.NONE)
@@ -215,7 +219,7 @@ def test_recovery_candidates() -> None:
 
 
 @pytest.mark.parametrize(
-    "row,evidence_since,last_signal,n,now,due",
+    ("row", "evidence_since", "last_signal", "n", "now", "due"),
     [
         ("R1 early", 5.0, 0.0, 20, 24.9, False),
         ("R1", 5.0, 0.0, 20, 25.0, True),
@@ -235,7 +239,8 @@ def test_recover_keeps_hooked_and_sets_message() -> None:
     p.hooked = True
     effects = L.recover(p, now=30.0)
     assert (p.lifecycle, p.attention, p.lifecycle_source) == (Lifecycle.DONE, Attention.UNREAD, "recovery")
-    assert p.hooked and p.authority == Authority.HOOK
+    assert p.hooked
+    assert p.authority == Authority.HOOK
     assert p.last_message == "turn ended without a stop signal"
     assert alerts(effects) == ["turn_done"]
 

@@ -37,7 +37,8 @@ def refresh(pane: Pane, name: str | None, detection: Detection | None, cwd: str 
 def only_update(effects) -> dict:
     assert len(effects) == 1, effects
     (eff,) = effects
-    assert isinstance(eff, Emit) and eff.event == "pane.updated"
+    assert isinstance(eff, Emit)
+    assert eff.event == "pane.updated"
     return eff.payload
 
 
@@ -74,7 +75,8 @@ def test_promotion_lists_changed_fields_in_one_event():
     pane = make_pane("generic")
     payload = only_update(refresh(pane, "claude", CLAUDE, cwd="/work", is_dir=True))
     assert payload["changed"] == ["kind", "display_name", "cwd", "process_name"]
-    assert payload["pane"]["cwd"] == "/work" and payload["pane"]["process_name"] == "claude"
+    assert payload["pane"]["cwd"] == "/work"
+    assert payload["pane"]["process_name"] == "claude"
     assert (pane.agent.kind, pane.cwd) == ("claude", "/work")
 
 
@@ -86,7 +88,8 @@ def test_generic_follows_a_new_generic_entry_and_promotes_later():
     assert (pane.agent.kind, pane.agent.catalog_id, pane.agent.display_name) == ("claude", None, "Claude Code")
     assert payload["changed"] == ["kind", "catalog_id", "display_name", "process_name"]
     # and never back to generic
-    assert refresh(pane, "bash", None) == [] and refresh(pane, "tern", TERN) == []
+    assert refresh(pane, "bash", None) == []
+    assert refresh(pane, "tern", TERN) == []
     assert pane.agent.kind == "claude"
 
 
@@ -146,4 +149,5 @@ def test_cwd_that_is_not_utf8_is_not_followed():
     pane = Pane(id="pane_1", workspace_id="ws", argv=["bash"], cwd="/tmp", launch_cwd="/tmp",
                 created_at=0.0, last_activity_at=0.0)
     effects = on_process_refresh(pane, process_name="bash", cwd="/tmp/x\udcff", cwd_is_dir=True, detection=None)
-    assert pane.cwd == "/tmp" and effects == []
+    assert pane.cwd == "/tmp"
+    assert effects == []

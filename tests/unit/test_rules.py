@@ -67,14 +67,16 @@ def test_exit_table(row, kind, lc, att, has_dec, code, lc2, att2):
     pane = make_pane(kind, lc, att, pending_decision=decision(native=True) if has_dec else None)
     effects = rules.on_exit(pane, code, now=NOW, shutting_down=False)
     assert (pane.lifecycle.value, pane.attention.value) == (lc2, att2), row
-    assert pane.live is False and pane.exit_code == code
+    assert pane.live is False
+    assert pane.exit_code == code
     assert pane.restore_state == RestoreState.EXITED
     names = events(effects)
     assert names[0] == "pane.exited"
     if att2 == "unread" and att != "unread":
         assert "exit" in alerts(effects)
     if row == "E6":
-        assert alerts(effects) == [] and names == ["pane.exited"]
+        assert alerts(effects) == []
+        assert names == ["pane.exited"]
     if row == "E8":
         assert names == ["pane.exited", "agent.exited", "attention.cleared", "decision.cleared", "attention.created"]
         cleared = [e for e in effects if isinstance(e, Emit) and e.event == "attention.cleared"][0]
@@ -86,7 +88,8 @@ def test_exit_table(row, kind, lc, att, has_dec, code, lc2, att2):
 def test_exit_e10_during_shutdown_not_applied():
     pane = make_pane("generic", "working")
     assert rules.on_exit(pane, 0, now=NOW, shutting_down=True) == []
-    assert pane.live and pane.lifecycle == Lifecycle.WORKING
+    assert pane.live
+    assert pane.lifecycle == Lifecycle.WORKING
 
 
 def test_exit_is_idempotent_per_instance():
@@ -109,19 +112,23 @@ def test_n1_osc9_raises_unread_and_sets_message():
     assert events(effects) == ["attention.created"]
     assert alerts(effects) == ["message"]
     added = [e for e in effects if isinstance(e, rules.AddNotification)][0].notification
-    assert added.source == "osc9" and added.pane_id == "pane_x" and added.body == "Build finished"
+    assert added.source == "osc9"
+    assert added.pane_id == "pane_x"
+    assert added.body == "Build finished"
 
 
 def test_n2_title_and_body_message():
     pane = make_pane(lifecycle="idle")
     rules.on_notification(pane, note("Deploy", "done", source="osc777"), now=NOW)
-    assert pane.last_message == "Deploy: done" and pane.attention == Attention.UNREAD
+    assert pane.last_message == "Deploy: done"
+    assert pane.attention == Attention.UNREAD
 
 
 def test_n5_bell():
     pane = make_pane(lifecycle="working")
     effects = rules.on_bell(pane, now=NOW)
-    assert pane.attention == Attention.UNREAD and alerts(effects) == ["bell"]
+    assert pane.attention == Attention.UNREAD
+    assert alerts(effects) == ["bell"]
 
 
 def test_n7_raise_never_lowers_no_event_but_alert():
@@ -158,14 +165,16 @@ def test_title_change_and_same_title():
 def test_title_is_sanitized_and_capped():
     pane = make_pane()
     rules.on_title(pane, "a\x1b[31mred\u202e" + "x" * 300)
-    assert "\x1b" not in pane.title and "\u202e" not in pane.title
+    assert "\x1b" not in pane.title
+    assert "\u202e" not in pane.title
     assert len(pane.title) <= 200
 
 
 def test_last_message_capped_at_300():
     pane = make_pane()
     rules.on_notification(pane, note(body="y" * 1000), now=NOW)
-    assert len(pane.last_message) == 300 and pane.last_message.endswith("…")
+    assert len(pane.last_message) == 300
+    assert pane.last_message.endswith("…")
 
 
 def test_lifecycle_same_state_emits_nothing_and_last_run_recorded():
@@ -173,18 +182,21 @@ def test_lifecycle_same_state_emits_nothing_and_last_run_recorded():
     assert events(rules.set_lifecycle(pane, Lifecycle.WORKING, "hook", now=NOW)) == ["agent.working"]
     assert rules.set_lifecycle(pane, Lifecycle.WORKING, "hook", now=NOW + 1) == []
     rules.set_lifecycle(pane, Lifecycle.DONE, "hook", now=NOW + 4.5)
-    assert pane.last_run_secs == 4.5 and pane.last_lifecycle == Lifecycle.WORKING
+    assert pane.last_run_secs == 4.5
+    assert pane.last_lifecycle == Lifecycle.WORKING
 
 
 def test_mark_seen_clears_unless_decision_pending():
     pane = make_pane(attention="unread")
     effects = rules.mark_seen(pane, "mark_seen", now=NOW)
-    assert pane.attention == Attention.NONE and pane.last_seen_at == NOW
+    assert pane.attention == Attention.NONE
+    assert pane.last_seen_at == NOW
     assert events(effects) == ["attention.cleared"]
     # D6: a pending decision keeps attention
     pane = make_pane(lifecycle="blocked", attention="permission_required", pending_decision=decision(True))
     effects = rules.mark_seen(pane, "mark_seen", now=NOW)
-    assert pane.attention == Attention.PERMISSION_REQUIRED and pane.last_seen_at == NOW
+    assert pane.attention == Attention.PERMISSION_REQUIRED
+    assert pane.last_seen_at == NOW
     assert events(effects) == []
 
 
@@ -206,7 +218,8 @@ def test_restore_states(was_live, resume, state):
     if resume:
         pane.agent.resume_argv = ["claude", "--resume", "S1"]
     rules.restore(pane, has_resume=resume)
-    assert pane.restore_state.value == state and not pane.live
+    assert pane.restore_state.value == state
+    assert not pane.live
     assert (pane.lifecycle, pane.attention) == (Lifecycle.IDLE, Attention.UNREAD)
 
 
@@ -215,7 +228,8 @@ def test_restore_native_decision_unanswerable():
     dec.answerable = True
     pane = make_pane(lifecycle="blocked", attention="permission_required", pending_decision=dec)
     rules.restore(pane, has_resume=False)
-    assert pane.pending_decision is not None and pane.pending_decision.answerable is False
+    assert pane.pending_decision is not None
+    assert pane.pending_decision.answerable is False
 
 
 def test_close_clears_decision_then_closed():

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 
 from signaltty.core.limits import MAX_NOTIFICATION_BODY, MAX_TITLE
-import json
-
 from signaltty.core.sanitize import (
     cut,
     escape_json_unsafe,
@@ -185,5 +184,6 @@ def test_escape_json_unsafe_keeps_the_value(value: str) -> None:
     assert json.loads(encoded) == {"v": value}
     assert encoded.isascii() or all(ch.isprintable() for ch in encoded)
     assert not any(0x7F <= ord(ch) <= 0x9F or 0xD800 <= ord(ch) <= 0xDFFF for ch in encoded)
-    assert "\u202e" not in encoded and "\U000e0041" not in encoded
+    assert "\u202e" not in encoded
+    assert "\U000e0041" not in encoded
     encoded.encode("utf-8")  # printable: no lone surrogate left

@@ -32,7 +32,7 @@ def rule(id: str, state: str = "idle", *, region: str = "bottom", lines: int | N
 
 
 @pytest.mark.parametrize(
-    "line,expected",
+    ("line", "expected"),
     [("───", True), ("  ───── title ──", True), ("─", True), ("──", True), ("──x", False),
      ("─ ─", False), ("x───", False), ("", False), ("╭───", False)],
 )
@@ -40,13 +40,13 @@ def test_rule_line(line: str, expected: bool) -> None:
     assert is_rule_line(line) is expected
 
 
-@pytest.mark.parametrize("line,expected", [("›", True), ("  › hi", True), ("›hi", False), ("> hi", False)])
+@pytest.mark.parametrize(("line", "expected"), [("›", True), ("  › hi", True), ("›hi", False), ("> hi", False)])
 def test_prompt_line(line: str, expected: bool) -> None:
     assert is_prompt_line(line) is expected
 
 
 @pytest.mark.parametrize(
-    "view,region,lines,expected",
+    ("view", "region", "lines", "expected"),
     [
         (BOX, "bottom", None, f"header\nhistory line\n{RULE}\n❯ typed\n  second\n{RULE}\nfooter 1\nfooter 2"),
         (BOX, "bottom", 2, "footer 1\nfooter 2"),
@@ -74,15 +74,17 @@ def test_regions_without_markers_fall_back_to_the_whole_screen() -> None:
     assert region_text(plain, "above_prompt_box") == "a\nb"
     assert region_text(plain, "after_last_rule") == "a\nb"
     assert region_text(plain, "after_last_prompt") == "a\nb"
-    assert region_text(plain, "title") is None and region_text(plain, "osc_progress") is None
+    assert region_text(plain, "title") is None
+    assert region_text(plain, "osc_progress") is None
 
 
 def test_region_text_is_capped() -> None:
     view = ScreenView(rows=["x" * 5000] * 300)
     text = region_text(view, "screen")
     assert text is not None
-    assert len(text.split("\n")) == 200 and all(len(line) == 1000 for line in text.split("\n"))
-    with pytest.raises(ValueError):
+    assert len(text.split("\n")) == 200
+    assert all(len(line) == 1000 for line in text.split("\n"))
+    with pytest.raises(ValueError, match="^unknown region 'bottm'$"):
         region_text(view, "bottm")
 
 
@@ -111,9 +113,12 @@ def test_priority_wins_and_ties_go_to_the_earlier_rule() -> None:
 
 def test_fallback_and_labels() -> None:
     assert rule("idle_fallback", priority=0).is_fallback
-    assert rule("x", priority=-1000).is_fallback and not rule("x", priority=-999).is_fallback
-    assert rule("x").label == "bottom(12)" and rule("x", region="top", lines=20).label == "top(20)"
-    assert rule("x", region="screen").label == "screen" and rule("x", region="screen", lines=5).label == "screen(5)"
+    assert rule("x", priority=-1000).is_fallback
+    assert not rule("x", priority=-999).is_fallback
+    assert rule("x").label == "bottom(12)"
+    assert rule("x", region="top", lines=20).label == "top(20)"
+    assert rule("x", region="screen").label == "screen"
+    assert rule("x", region="screen", lines=5).label == "screen(5)"
 
 
 def test_a_runaway_search_times_out_and_disabled_rules_are_skipped() -> None:
@@ -121,9 +126,12 @@ def test_a_runaway_search_times_out_and_disabled_rules_are_skipped() -> None:
     ok = rule("ok", "idle", regex=["b"])
     view = ScreenView(rows=["a" * 60 + "b"])
     ev = evaluate([slow, ok], view)
-    assert ev.timed_out == (0,) and ev.matched == (False, True) and ev.winner == 1
+    assert ev.timed_out == (0,)
+    assert ev.matched == (False, True)
+    assert ev.winner == 1
     ev = evaluate([slow, ok], view, {id(slow)})
-    assert ev.timed_out == () and ev.matched == (False, True)
+    assert ev.timed_out == ()
+    assert ev.matched == (False, True)
 
 
 @pytest.mark.parametrize("bad", ["(", "[a-", "(?P<x>a)(?P<x>b)", 3])

@@ -30,7 +30,8 @@ def test_esc_while_working_reads_idle_without_alert():
     pane = hooked("working", "unread")
     out = layer_rules.settle(pane, now=NOW)
     assert (pane.lifecycle, pane.attention) == (Lifecycle.IDLE, Attention.UNREAD)  # unread kept
-    assert pane.lifecycle_source == "screen" and pane.last_message == "turn interrupted"
+    assert pane.lifecycle_source == "screen"
+    assert pane.last_message == "turn interrupted"
     assert not any(isinstance(e, rules.Alert) for e in out)
 
 
@@ -53,6 +54,7 @@ def test_manifest_key_is_for_idle_rules_and_claude_uses_it():
         {"id": "p", "state": "idle", "regex": ["❯"], "ends_turn": True},
         {"id": "w", "state": "working", "regex": ["…"], "ends_turn": True},
     ], "x.toml", "user")
-    assert idle.ends_turn and not busy.ends_turn
+    assert idle.ends_turn
+    assert not busy.ends_turn
     _, claude = load_catalog(None).rules_for("claude", "claude")
     assert [r.id for r in claude if r.ends_turn] == ["live_prompt_box"]

@@ -35,7 +35,8 @@ def test_fit_counts_terminal_cells(width):
     for text in ("abcdefghijkl", "界界界界界界", "a界b界c界d"):
         out = fit(text, width)
         assert get_cwidth(out) == width
-    assert fit("ab", 4) == "ab  " and fit("abcdef", 4) == "abc…"
+    assert fit("ab", 4) == "ab  "
+    assert fit("abcdef", 4) == "abc…"
 
 
 def test_age():
@@ -72,7 +73,8 @@ def test_next_unread_follows_focus_order_and_cycles():
     )
     assert [st.next_unread() for _ in range(4)] == ["c", "d", "b", "c"]
     st.set_panes([_pane("a")])
-    assert st.next_unread() is None and st.selected == "a"
+    assert st.next_unread() is None
+    assert st.selected == "a"
 
 
 def test_selection_survives_refresh_and_removal():
@@ -107,7 +109,8 @@ def test_table_fits_and_keeps_the_selection_visible(cols, rows):
     assert len(lines) == rows
     assert all(get_cwidth(x) <= cols for x in lines)
     selected = [x for x in lines if x.startswith("> ")]
-    assert len(selected) == 1 and "t-p73" in selected[0]
+    assert len(selected) == 1
+    assert "t-p73" in selected[0]
     assert not any("\x1b" in x or "\u202e" in x or "\n" in x for x in lines)
 
 
@@ -129,6 +132,9 @@ def test_dead_panes_look_dead_and_do_not_age(restore, live, shown, why):
     st.set_panes([dead, alive])
     for now in (1.8e9, 1.8e9 + 7200):  # two hours later the dead pane's age is the same
         row = next(x for x in _text(render(st, 100, 30, now)) if "t-pane_dead0001" in x)
-        assert shown in row and " 5m " in row and "done" not in row, row
-    assert why in why_not_attach(dead) and "cannot attach" in why_not_attach(dead)
+        assert shown in row, row
+        assert " 5m " in row, row
+        assert "done" not in row, row
+    assert why in why_not_attach(dead)
+    assert "cannot attach" in why_not_attach(dead)
     assert why_not_attach(alive) is None

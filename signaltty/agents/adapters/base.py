@@ -1,17 +1,16 @@
-"""Adapter base: one hook dialect → Classification, identity, draft, resume (pure; imports core only).
+"""The adapter: one agent's hook dialect → Classification, identity, draft, resume (pure).
 
-An adapter is a stateless, synchronous translator. Every method takes the hook's event name
-and its payload exactly as the reporter received them; payload values may be of any JSON
-type or missing, and a value of the wrong type counts as absent. No method raises.
+An adapter is a stateless, synchronous translator built from manifest data: a
+:class:`~signaltty.agents.hookrules.hook_map.HookMap` (``[hooks]``/``[[hooks.rule]]``), the
+session id fields (``[session] keys``/``key``), the resume template (``[session] resume``)
+and, for what data cannot say, a named Python guard (``[hooks] adapter``,
+``hookrules/named.py``). The built-in kinds are the bundled manifests
+``signaltty/agents/manifests/<kind>.toml`` (``adapters/__init__.py``); catalog entries overlay
+them (``adapters/overlay.py``). Every method takes the hook's event name and its payload
+exactly as the reporter received them; payload values may be of any JSON type or missing,
+and a value of the wrong type counts as absent. No method raises.
 
-Overlay slot (catalog manifests, agents.md §4.3, a later issue): an overlay wraps a builtin
-adapter and replaces single fields of its answers — ``dataclasses.replace`` on the
-``Classification`` for a ``[lifecycle.<Event>]`` table, a dotted path prepended to
-``session_keys`` for ``[session] key``, and ``resume_template`` for ``[session] resume``.
-Builtin adapters therefore keep every per-agent fact in class attributes and small pure
-methods, never in hidden state.
-
-Spec: agents.md §1, §2; states.md §3.1.
+Spec: agents.md §1, §2; states.md §3.1; issue 14 item 4.
 """
 
 from __future__ import annotations
@@ -19,51 +18,18 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from signaltty.agents.hookrules.hook_map import EMPTY, HookMap
+from signaltty.agents.hookrules.named import ADAPTER_HOOKS, NO_HOOK, AdapterHook
+from signaltty.agents.hookrules.payload import dig, text
 from signaltty.core.argv_safety import MAX_ID, check_id, id_problem
-from signaltty.core.hooks import UNRECOGNIZED, Classification, NotificationDraft
+from signaltty.core.hooks import TOOL_HOOK, UNRECOGNIZED, Classification, NotificationDraft
+
+__all__ = ["MAX_SESSION_ID", "Adapter", "dig", "is_valid_session_id", "text"]
 
 # A session id ends up as an operand of the resume argv: issue 10 item 4 bounds it to 128
 # characters (protocol.md §6 said 256; the issue wins) and argv_safety says what else.
 MAX_SESSION_ID: Final = MAX_ID
-
-
-def dig(payload: object, path: str) -> object | None:
-    """Return the value at a dotted ``path`` inside nested JSON objects, else ``None``.
-
-    Args:
-        payload: any JSON value (``dict``, ``list``, scalar, ``None``).
-        path: keys separated by ``.``, e.g. ``"properties.info.id"``.
-
-    Returns:
-        The value found, or ``None`` when any step is missing or not an object.
-
-    Spec: agents.md §4.1 ``[session] key`` (dotted path into the hook payload).
-    """
-    value: object = payload
-    for key in path.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
-
-
-def text(payload: object, *paths: str) -> str | None:
-    """Return the first value among ``paths`` that is a non-blank string.
-
-    Args:
-        payload: any JSON value.
-        paths: dotted paths tried in order.
-
-    Returns:
-        The string as given (not stripped), or ``None`` when none qualifies.
-
-    Spec: agents.md §2 ("payload X, else Y, else …").
-    """
-    for path in paths:
-        value = dig(payload, path)
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
+DEFAULT_SESSION_KEYS: Final = ("session_id",)
 
 
 def is_valid_session_id(value: object, grammar: re.Pattern[str] | None = None) -> bool:
@@ -81,32 +47,47 @@ def is_valid_session_id(value: object, grammar: re.Pattern[str] | None = None) -
 
 
 class Adapter:
-    """A builtin hook dialect (agents.md §1). Subclasses set the class attributes below.
+    """One agent's hook dialect, from manifest data (agents.md §1).
 
-    Attributes:
+    Args:
         kind: closed taxonomy value (``claude``, ``codex``, ``opencode``, ``cursor``, ``pi``,
             ``generic``).
-        display_name: human name of the agent (``Terminal`` for generic).
-        default_title: notification title for explicit hook messages without ``title``.
-        builtin_names: program basenames that identify the kind without a manifest.
+        display_name: human name of the agent (``Terminal`` for generic); also the default
+            notification title for explicit hook messages without ``title``.
+        builtin_names: program basenames that identify the agent process.
+        hooks: the hook map (rules, tool events, answer channel, named guard).
         session_keys: dotted payload paths tried in order for the session id.
-        tool_events: events that are tool hooks (never change a blocked pane).
         resume: resume argv template with ``{id}``, or ``None``.
-        answer: ``"typed_text"`` when explicit decisions are answered by typing, else ``None``.
         session_id_grammar: the agent's session id pattern (``fullmatch``), or ``None`` for
-            the default grammar of ``core.argv_safety``. The builtin kinds keep the default:
-            it already admits every real id shape and refuses anything option-like.
+            the default grammar of ``core.argv_safety``.
+
+    Raises:
+        KeyError: ``hooks.adapter`` names no guard of ``ADAPTER_HOOKS`` (the schema refuses
+            such a manifest first).
     """
 
-    kind: str = "generic"
-    display_name: str = "Terminal"
-    default_title: str = "Terminal"
-    builtin_names: tuple[str, ...] = ()
-    session_keys: tuple[str, ...] = ("session_id",)
-    tool_events: frozenset[str] = frozenset()
-    resume: tuple[str, ...] | None = None
-    answer: str | None = None
-    session_id_grammar: re.Pattern[str] | None = None
+    def __init__(
+        self,
+        kind: str,
+        *,
+        display_name: str = "Terminal",
+        builtin_names: frozenset[str] = frozenset(),
+        hooks: HookMap = EMPTY,
+        session_keys: tuple[str, ...] = DEFAULT_SESSION_KEYS,
+        resume: tuple[str, ...] | None = None,
+        session_id_grammar: re.Pattern[str] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.display_name = display_name
+        self.default_title = display_name
+        self.builtin_names = builtin_names
+        self.hooks = hooks
+        self.session_keys = session_keys
+        self.tool_events: frozenset[str] = hooks.tool_events or frozenset()
+        self.resume = resume
+        self.answer = hooks.answer
+        self.session_id_grammar = session_id_grammar
+        self.guard: AdapterHook = NO_HOOK if hooks.adapter is None else ADAPTER_HOOKS[hooks.adapter]
 
     def classify(self, event: str, payload: object) -> Classification:
         """Return what the hook means for the pane.
@@ -122,11 +103,11 @@ class Adapter:
         Spec: agents.md §2 tables; states.md §3.1 "Alert causes from hooks".
         """
         if event in self.tool_events:
-            return Classification(tool_hook=True)
-        return self._classify(event, payload if isinstance(payload, dict) else {})
-
-    def _classify(self, event: str, p: dict[str, object]) -> Classification:
-        return UNRECOGNIZED
+            return TOOL_HOOK
+        p = payload if isinstance(payload, dict) else {}
+        if self.guard.drops(event, p):
+            return UNRECOGNIZED
+        return self.hooks.classify(event, p)
 
     def session_id(self, payload: object) -> str | None:
         """Return the agent's session id carried by the payload, if any.
@@ -171,7 +152,7 @@ class Adapter:
 
     def ignores_identity(self, payload: object) -> bool:
         """True when the payload's id fields never name the pane's session (Codex title thread)."""
-        return False
+        return self.guard.ignores_identity(payload)
 
     def check_session_id(self, value: object) -> str:
         """Return ``value`` when it is a session id of this agent.
@@ -185,7 +166,7 @@ class Adapter:
         return check_id(value, self.session_id_grammar)
 
     def notification_draft(self, event: str, payload: object) -> NotificationDraft | None:
-        """Return the notification this hook suggests, if any (agents.md §2 last column).
+        """Return the notification this hook suggests, if any (the rule's ``notification``).
 
         Args:
             event: hook name.
@@ -199,10 +180,10 @@ class Adapter:
         """
         if event in self.tool_events:
             return None
-        return self._draft(event, payload if isinstance(payload, dict) else {})
-
-    def _draft(self, event: str, p: dict[str, object]) -> NotificationDraft | None:
-        return None
+        p = payload if isinstance(payload, dict) else {}
+        if self.guard.drops(event, p):
+            return None
+        return self.hooks.draft(event, p)
 
     def resume_template(self) -> list[str] | None:
         """Return a fresh copy of the resume argv template (``{id}`` placeholder), or ``None``.
@@ -226,7 +207,8 @@ class Adapter:
         """True when the hook belongs to a hidden side thread of the agent, not the pane's session.
 
         The rules treat an auxiliary hook as unrecognized (dropped ``unrecognized_hook``,
-        identity untouched). Only Codex has such threads today (see ``codex.py``).
+        identity untouched). Only Codex has such threads today (``[hooks] adapter =
+        "codex_title"``, ``hookrules/named.py``).
 
         Args:
             event: hook name.
@@ -235,7 +217,7 @@ class Adapter:
 
         Spec: research/real-agents.md §4 (Codex title thread fires ``notify``).
         """
-        return False
+        return self.guard.is_auxiliary(event, payload, known_session_id)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} kind={self.kind!r}>"

@@ -107,7 +107,9 @@ def scan(text: str, pos: int) -> Scan:
     n = len(text)
     harmless = _HARMLESS.match
     while True:
-        p = harmless(text, pos).end()
+        m = harmless(text, pos)
+        assert m is not None  # ``(?:…)*+`` matches, if only the empty string, everywhere
+        p = m.end()
         if p >= n:
             return Scan(events[:cut_events], cut, None, n)
         char = text[p]

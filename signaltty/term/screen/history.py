@@ -251,7 +251,7 @@ def _fold(
     ):
         if row_text:
             row = StaticDefaultDict(_BLANK)
-            row.update(zip(range(len(row_text)), map(get, row_text)))
+            row.update(zip(range(len(row_text)), map(get, row_text), strict=False))
             grid[y] = row
         elif grid.fill != _BLANK:
             grid[y] = StaticDefaultDict(_BLANK)

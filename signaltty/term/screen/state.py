@@ -228,7 +228,7 @@ class HardenedScreen(pyte.Screen):
                 line = self.buffer[cursor.y]
                 if x and x in line:
                     self._split_wide_left(line, x)
-                line.update(zip(range(x, end), map(glyphs.__getitem__, data)))
+                line.update(zip(range(x, end), map(glyphs.__getitem__, data), strict=False))
                 if end in line:
                     self._split_wide_right(line, end)
                 cursor.x = end
@@ -273,7 +273,7 @@ class HardenedScreen(pyte.Screen):
             if mo.IRM in self.mode:
                 self._insert_blanks(line, x, take)
             self._split_wide_left(line, x)
-            line.update(zip(range(x, end), map(get_glyph, text[i : i + take])))
+            line.update(zip(range(x, end), map(get_glyph, text[i : i + take]), strict=False))
             self._split_wide_right(line, end)
             cursor.x = end
             i += take

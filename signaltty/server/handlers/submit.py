@@ -9,15 +9,14 @@ once more at half the window.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+import contextlib
+from typing import Any
 
+from signaltty.core.model import Pane
 from signaltty.core.states import Attention, Lifecycle
 from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
-
-if TYPE_CHECKING:
-    from signaltty.core.model import Pane
-    from signaltty.server.router import Router
+from signaltty.server.handlers.common import Panes
 
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
@@ -53,7 +52,7 @@ def _blocked_without_input(pane: Pane) -> bool:
     )
 
 
-async def submit(router: Router, p: P.PaneSubmit) -> dict[str, Any]:
+async def submit(panes: Panes, p: P.PaneSubmit) -> dict[str, Any]:
     """Run the submit gate for ``p`` (single-flight on its connection).
 
     Raises:
@@ -65,11 +64,13 @@ async def submit(router: Router, p: P.PaneSubmit) -> dict[str, Any]:
     if len(text) > MAX_TEXT_BYTES:
         raise SignalttyError("BAD_PARAMS", "text longer than 32 KiB", {"field": "text"})
     if PASTE_START in text or PASTE_END in text:
-        raise SignalttyError("BAD_PARAMS", "text must not contain bracketed-paste markers", {"field": "text"})
-    pane = router._pane(p.pane_id)
+        raise SignalttyError(
+            "BAD_PARAMS", "text must not contain bracketed-paste markers", {"field": "text"}
+        )
+    pane = panes.pane(p.pane_id)
     _gate(pane)
-    rt = router._live_runtime(p.pane_id)
-    store = router.store
+    rt = panes.live_runtime(p.pane_id)
+    store = panes.store
     seqs = store.pane_seqs(pane.id)
     base = seqs.get("lifecycle", 0)
     await rt.write_input(PASTE_START + text + PASTE_END, 5.0)
@@ -107,7 +108,9 @@ async def submit(router: Router, p: P.PaneSubmit) -> dict[str, Any]:
                 raise SignalttyError("PANE_EXITED", f"pane has exited: {pane.id}")
             now = loop.time()
             if now >= deadline:
-                raise SignalttyError("TIMEOUT", "the agent did not start working", {"stage": "activity_gate"})
+                raise SignalttyError(
+                    "TIMEOUT", "the agent did not start working", {"stage": "activity_gate"}
+                )
             if (
                 not nudged
                 and now >= deadline - window / 2
@@ -116,9 +119,7 @@ async def submit(router: Router, p: P.PaneSubmit) -> dict[str, Any]:
             ):
                 nudged = True
                 await rt.write_input(b"\r", 5.0)
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(ev.wait(), min(0.25, max(0.0, deadline - now)))
-            except TimeoutError:
-                pass
     finally:
         store.bus.drop_waiter(pane.id, ev)

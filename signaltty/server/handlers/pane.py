@@ -1,0 +1,115 @@
+"""``pane.*`` queries and control: list, get, input, resize, signal, close, mark_seen,
+explain, submit (protocol.md §5, §6). Output and attachment: ``handlers.output``;
+spawning: ``handlers.spawn``."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Protocol
+
+from signaltty.core import limits, rules, waits
+from signaltty.core.model import Pane
+from signaltty.proto import params as P
+from signaltty.proto.envelope import SignalttyError
+from signaltty.server.handlers import submit
+from signaltty.server.handlers.common import Handler, Panes, clamp_size, parse_signal
+from signaltty.server.panes import PaneRuntime
+from signaltty.server.ports import Client
+
+
+class Explainer(Protocol):
+    """``pane.explain``'s source (``server.sweep.ScreenSweep``)."""
+
+    def explain(self, pane: Pane, rt: PaneRuntime | None) -> dict[str, Any]: ...
+
+
+class PaneHandlers:
+    """The ``pane.*`` methods that neither start processes nor read output."""
+
+    def __init__(self, *, panes: Panes, sweep: Explainer) -> None:
+        self.panes = panes
+        self.store = panes.store
+        self.sweep = sweep
+
+    def routes(self) -> dict[str, Handler]:
+        return {
+            "pane.list": self.list_panes,
+            "pane.get": self.get,
+            "pane.input": self.input,
+            "pane.resize": self.resize,
+            "pane.signal": self.signal,
+            "pane.close": self.close,
+            "pane.mark_seen": self.mark_seen,
+            "pane.explain": self.explain,
+            "pane.submit": self.submit,
+        }
+
+    async def list_panes(self, conn: Client | None, p: P.PaneList) -> dict[str, Any]:
+        panes = self.store.ordered_panes()
+        if p.workspace_id is not None:
+            ws = self.panes.workspace(p.workspace_id)
+            panes = [x for x in panes if x.workspace_id == ws.id]
+        if p.live is not None:
+            panes = [x for x in panes if x.live == p.live]
+        return {"panes": [x.to_wire() for x in panes]}
+
+    async def get(self, conn: Client | None, p: P.PaneRef) -> dict[str, Any]:
+        pane = self.panes.pane(p.pane_id)
+        return {
+            "pane": pane.to_wire(),
+            "wait_baseline": waits.baseline(pane, self.store.pane_seqs(pane.id)),
+        }
+
+    async def input(self, conn: Client | None, p: P.PaneInput) -> dict[str, Any]:
+        if len(p.data_b64) > limits.MAX_INPUT_B64:
+            raise SignalttyError("RATE_LIMITED", "input too large")
+        try:
+            data = base64.b64decode(p.data_b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise SignalttyError(
+                "BAD_PARAMS", "data_b64 is not valid base64", {"field": "data_b64"}
+            ) from None
+        rt = self.panes.live_runtime(p.pane_id)
+        written = await rt.write_input(data, limits.INPUT_BUDGET_S)
+        return {"written": written}
+
+    async def resize(self, conn: Client | None, p: P.PaneResize) -> dict[str, Any]:
+        rt = self.panes.live_runtime(p.pane_id)
+        cols, rows = clamp_size(p.cols, p.rows, (rt.pane.cols, rt.pane.rows))
+        rt.resize(cols, rows)
+        self.store.dirty = True
+        self.store.emit("pane.resized", {"pane": rt.pane.to_wire()})
+        return {"pane": rt.pane.to_wire()}
+
+    async def signal(self, conn: Client | None, p: P.PaneSignal) -> dict[str, Any]:
+        sig = parse_signal(p.signal)
+        rt = self.panes.live_runtime(p.pane_id)
+        try:
+            rt.send_signal(sig, group=bool(p.group))
+        except ProcessLookupError:
+            raise SignalttyError("PANE_EXITED", f"pane has exited: {p.pane_id}") from None
+        except PermissionError as exc:
+            raise SignalttyError("IO_ERROR", f"cannot signal: {exc.strerror}") from exc
+        return {"sent": True}
+
+    async def close(self, conn: Client | None, p: P.PaneClose) -> dict[str, Any]:
+        self.panes.pane(p.pane_id)
+        self.panes.close_pane(p.pane_id, parse_signal(p.signal))
+        return {"closed": True}
+
+    async def mark_seen(self, conn: Client | None, p: P.PaneRef) -> dict[str, Any]:
+        pane = self.panes.pane(p.pane_id)
+        self.store.apply(rules.mark_seen(pane, "mark_seen", now=self.store.now()))
+        return {"pane": pane.to_wire()}
+
+    async def explain(self, conn: Client | None, p: P.PaneRef) -> dict[str, Any]:
+        """Why the pane is classified as it is (protocol.md §6 ``pane.explain``)."""
+        pane = self.panes.pane(p.pane_id)
+        rt = self.panes.runtimes.get(p.pane_id)
+        if rt is not None:
+            await rt.settle()
+        return self.sweep.explain(pane, rt)
+
+    async def submit(self, conn: Client | None, p: P.PaneSubmit) -> dict[str, Any]:
+        return await submit.submit(self.panes, p)

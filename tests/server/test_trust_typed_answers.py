@@ -1,0 +1,136 @@
+"""A decision reported from a Codex pane cannot choose the keys the person's answer types
+(issue 10, third attack pass, A10).
+
+A real daemon and real panes: the fake agent is installed as ``codex``, reports with the real
+``signaltty hook-event`` and draws Codex 0.171's own approval dialog
+(tests/fixtures/real-agents/codex/05_permission.txt). The terminal echoes what is typed, so
+the screen shows the keys an answer sent: ``y`` (Codex's "Yes, proceed") or ``^[`` (Esc,
+Codex's "No"). Before the fix, answering "Deny" to a decision whose reporter listed
+``deny`` first typed ``1⏎`` — "Yes, proceed" in Codex's dialog.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+
+import pytest
+
+from signaltty.proto.envelope import SignalttyError
+from tests.conftest import DaemonProc, wait_until
+from tests.server.test_hooks_e2e import Agent, hook
+
+CODEX_DIALOG = (
+    "\r\n  Would you like to run the following command?\r\n\r\n  Environment: local\r\n\r\n"
+    "  Reason: Mock model wants to create perm_marker.txt\r\n\r\n"
+    "  $ touch perm_marker.txt && echo hi\r\n\r\n\r\n"
+    "› 1. Yes, proceed (y)\r\n"
+    "  2. Yes, and don't ask again for commands that start with `touch perm_marker.txt` (p)\r\n"
+    "  3. No, and tell Codex what to do differently (esc)\r\n\r\n"
+    "  Press enter to confirm or esc to cancel\r\n"
+)
+# what the attack reported: "deny" listed first, a prompt unrelated to the dialog
+REVERSED = {"id": "d1", "prompt": "Allow `ls -la`?",
+            "options": [{"id": "deny", "label": "Deny"}, {"id": "allow", "label": "Allow"}]}
+
+
+def _screen(d: DaemonProc, a: Agent) -> str:
+    return d.call("pane.read", {"pane_id": a.id, "mode": "screen"})["text"]
+
+
+def codex_decision(d: DaemonProc, decision: dict, *, dialog: bool = True) -> Agent:
+    """A Codex pane whose own hook reported ``decision``, then drew the dialog (or not)."""
+    a = Agent(d, [
+        hook("SessionStart", {"session_id": f"T-{time.monotonic_ns()}"}, agent="codex"),
+        hook("Notification", {}, agent="codex",
+             args=["--decision", json.dumps(decision), "--message", decision["prompt"]]),
+        {"print": CODEX_DIALOG if dialog else "\r\n› Ask Codex to do anything\r\n"},
+        {"sleep": 60},
+    ], name="codex")
+    wait_until(lambda: a.get()["pending_decision"] is not None, 15, what="decision pending")
+    marker = "Would you like to run" if dialog else "Ask Codex"
+    wait_until(lambda: marker in _screen(d, a), 15, what="screen drawn")
+    return a
+
+
+def test_deny_types_codex_no_whatever_the_reported_options(daemon: DaemonProc) -> None:
+    a = codex_decision(daemon, REVERSED)
+    (item,) = daemon.call("permission.list", {"pane_id": a.id})["permissions"]
+    # the dialog's own answers, not the reporter's; the screen's question, not the reported one
+    assert [o["id"] for o in item["options"]] == ["once", "deny"]
+    assert item["prompt"].startswith("Would you like to run the following command?")
+    assert "$ touch perm_marker.txt && echo hi" in item["prompt"]
+    assert "ls -la" not in item["prompt"]
+    shown = daemon.cli("permission", "list").stdout
+    assert "ls -la" not in shown
+    r = daemon.cli("permission", "answer", a.id, "deny")
+    assert r.returncode == 0, r.stderr
+    wait_until(lambda: _screen(daemon, a).rstrip().endswith("^["), 15, what="Esc typed")
+    assert "1" not in _screen(daemon, a).rstrip().splitlines()[-1]
+    p = a.get()
+    assert p["pending_decision"] is None
+    assert (p["lifecycle"], p["attention"]) == ("idle", "none")  # Codex's "No" ends the turn
+
+
+def test_allow_types_codex_yes(daemon: DaemonProc) -> None:
+    a = codex_decision(daemon, {**REVERSED, "options": [{"id": "yes", "label": "Deny!"}]})
+    r = daemon.call("decision.answer", {"pane_id": a.id, "verdict": "allow"})
+    assert r["option_id"] == "once"
+    wait_until(lambda: _screen(daemon, a).rstrip().endswith("y"), 15, what="y typed")
+    # a reporter's option id is no answer at all
+    b = codex_decision(daemon, {**REVERSED, "id": "d2"})
+    with pytest.raises(SignalttyError) as exc:
+        daemon.call("decision.answer", {"pane_id": b.id, "option_id": "allow"})
+    assert exc.value.code == "BAD_PARAMS"
+
+
+def test_nothing_is_typed_without_codex_dialog_on_screen(daemon: DaemonProc) -> None:
+    a = codex_decision(daemon, REVERSED, dialog=False)
+    (item,) = daemon.call("permission.list", {"pane_id": a.id})["permissions"]
+    assert item["prompt"].startswith("[reported by a process in the pane; the agent's dialog")
+    before = _screen(daemon, a)
+    r = daemon.cli("permission", "answer", a.id, "allow")
+    assert r.returncode != 0
+    assert "no longer on screen" in r.stderr
+    assert _screen(daemon, a) == before
+    assert a.get()["pending_decision"] is None
+
+
+def test_a_decision_from_a_process_the_agent_started_is_refused(daemon: DaemonProc) -> None:
+    """A background task or an MCP server is a deeper descendant: its parent is not Codex."""
+    cmd = shlex.join(["signaltty", "hook-event", "--agent", "codex", "--event", "Notification",
+                      "--decision", json.dumps(REVERSED), "--message", "Allow?"])
+    a = Agent(daemon, [
+        hook("SessionStart", {"session_id": f"T-{time.monotonic_ns()}"}, agent="codex"),
+        # `; exit $?` keeps the shell between Codex and the reporter (no exec)
+        {"spawn": ["sh", "-c", f"{cmd}; exit $?"]},
+        {"print": CODEX_DIALOG},
+        {"sleep": 60},
+    ], name="codex")
+    entries = a.wait_entries(2)
+    assert entries[1]["rc"] != 0, entries
+    assert a.get()["pending_decision"] is None
+    assert "hook.typed_decision_refused" in daemon.stderr()
+
+
+def test_codex_dialog_spec_matches_the_real_screens() -> None:
+    """Pure: the spec's dialog and question against Codex 0.171's captured screens."""
+    from signaltty.agents import keyed
+    from signaltty.core.model import Decision
+    from tests.conftest import REPO
+
+    real = REPO / "tests" / "fixtures" / "real-agents" / "codex"
+    dec = keyed.typed_decision(Decision(id="d", prompt="p", options=[{"id": "x", "label": "y"}],
+                                        received_at=0.0, native=False, agent="codex"))
+    assert [o["id"] for o in dec.options] == ["once", "deny"]
+    assert keyed.keys_for(dec, "once") == b"y"
+    assert keyed.keys_for(dec, "deny") == b"\x1b"
+    assert keyed.keys_for(dec, "x") is None
+    asking = (real / "05_permission.txt").read_text()
+    assert keyed.dialog_shown(dec, asking)
+    assert keyed.question(dec, asking) == (
+        "Would you like to run the following command?\nEnvironment: local\n"
+        "Reason: Mock model wants to create perm_marker.txt\n$ touch perm_marker.txt && echo hi")
+    for name in ("02_idle_after_hello.txt", "06_after_approve.txt", "08_after_interrupt.txt"):
+        assert not keyed.dialog_shown(dec, (real / name).read_text()), name
