@@ -478,9 +478,16 @@ def load_catalog(user_dir: Path | None, *, bundled_dir: Path = BUNDLED_DIR) -> C
                 _fail(failures, str(path), f"too many manifests (limit {MAX_USER_FILES})")
             user_files = user_files[:MAX_USER_FILES]
     try:
-        bundled_files = list_manifest_files(bundled_dir)
+        # the package's own directory missing is a failure: it was removed or moved under a
+        # running daemon (another directory, given by a caller, may be absent)
+        bundled_files = list_manifest_files(bundled_dir, missing_ok=bundled_dir != BUNDLED_DIR)
     except OSError as exc:  # a broken installation must not stop the daemon
-        _fail(failures, str(bundled_dir), f"cannot list bundled manifests: {exc.strerror or exc}")
+        _fail(
+            failures,
+            str(bundled_dir),
+            f"cannot list bundled manifests: {exc.strerror or exc} (was signaltty reinstalled "
+            "or upgraded under the running daemon? restart it)",
+        )
         bundled_files = []
     bundled_ms = _load_all(bundled_files, "bundled", failures)
     if bundled_dir == BUNDLED_DIR and BUNDLED_KIND_LISTENERS:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -322,6 +323,28 @@ def build_argv(
         part, paste = _prompt_part(entry, prompt)
         argv += part
     return LaunchPlan(argv, env_add, paste, int(launch.prompt.delay_ms), prefix)
+
+
+def typed_bypass(bypass_args: Sequence[str], argv: Sequence[str]) -> list[str]:
+    """The ``launch_prefix`` of a pane whose argv was typed (``pane spawn -- claude
+    --dangerously-skip-permissions``) rather than built from the catalog.
+
+    Args:
+        bypass_args: the pane's catalog entry's ``bypass_args`` (``()`` when none).
+        argv: the argv the pane was spawned with.
+
+    Returns:
+        ``list(bypass_args)`` when every one of them is among ``argv[1:]`` before any
+        ``--``, else ``[]``. Only the catalog's own bypass args can become a prefix: it is
+        what ``resume.clean_launch`` accepts from a snapshot and what ``pane get`` and
+        ``pane resume`` show (issue 11 item 11: typed bypass flags survive resume).
+    """
+    if not bypass_args:
+        return []
+    args = list(argv[1:])
+    if "--" in args:
+        args = args[: args.index("--")]
+    return list(bypass_args) if all(a in args for a in bypass_args) else []
 
 
 def paste_bytes(prompt: str) -> bytes:

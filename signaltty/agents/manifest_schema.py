@@ -280,6 +280,42 @@ _TOP_KEYS: Final = frozenset(
 )
 
 
+def _check_misplaced(data: Mapping[str, Any]) -> None:
+    """Refuse a top-level table name used as a key inside another table (attack pass 4, N9).
+
+    In TOML every key after a ``[agent]`` header belongs to ``[agent]``, so ``hooks = 5``
+    written at the end of a file is ``[agent] hooks``: an unknown key, silently ignored,
+    while its author meant the ``[hooks]`` table. No table has such a key (only
+    ``[lifecycle.<Event>]`` and ``[[hooks.rule]]`` have ``lifecycle``), so it is an error.
+
+    Raises:
+        ValueError: naming the table and the key.
+    """
+    tables: list[tuple[str, Any, frozenset[str]]] = []
+    for name in ("agent", "launch", "session", "hooks", "title_status"):
+        tables.append((f"[{name}]", data.get(name), frozenset()))
+    lifecycle = data.get("lifecycle")
+    if isinstance(lifecycle, Mapping):
+        for event, table in lifecycle.items():
+            tables.append((f"[lifecycle.{event}]", table, frozenset({"lifecycle"})))
+    hooks = data.get("hooks")
+    rules = hooks.get("rule") if isinstance(hooks, Mapping) else None
+    for i, table in enumerate(rules if isinstance(rules, list) else [], 1):
+        tables.append((f"[[hooks.rule]] #{i}", table, frozenset({"lifecycle"})))
+    screens = data.get("screen")
+    for i, table in enumerate(screens if isinstance(screens, list) else [], 1):
+        tables.append((f"[[screen]] #{i}", table, frozenset()))
+    for where, table, allowed in tables:
+        if not isinstance(table, Mapping):
+            continue  # its own validation names the type error
+        for key in sorted(set(table) & (_TOP_KEYS - allowed)):
+            raise ValueError(
+                f"{where} {key}: {key!r} is a top-level table, not a key of {where} (in TOML a"
+                f" key after a table header belongs to that table): move it above the first"
+                f" header or write it as its own table"
+            )
+
+
 def build_manifest(data: Mapping[str, Any], *, file: str, source: str) -> Manifest:
     """Validate a parsed TOML document.
 
@@ -306,6 +342,7 @@ def build_manifest(data: Mapping[str, Any], *, file: str, source: str) -> Manife
     if "agent" not in data:
         raise ValueError("[agent]: required table is missing")
     agent = validate_table(AgentTable, data["agent"], "[agent]")
+    _check_misplaced(data)
     raw: dict[str, dict[str, Any]] = {"agent": explicit(agent)}
     if "launch" in data:
         raw["launch"] = explicit(validate_table(LaunchTable, data["launch"], "[launch]"))

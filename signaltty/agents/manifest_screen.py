@@ -62,6 +62,10 @@ class ScreenTable(Table):
     # hook for that (Claude's prompt after Esc): a hooked pane left working settles within
     # seconds, not after stuck-working recovery (issue 11 item 1)
     ends_turn: bool = False
+    # a ``blocked`` dialog the agent's hooks never report: on a hooked pane it counts once it
+    # has won for a few seconds with no hook meanwhile (Cursor's "Run this command?", issue 11
+    # item 11)
+    when_hooked: bool = False
 
     @field_validator("state")
     @classmethod
@@ -167,6 +171,7 @@ def compile_screen_rules(tables: Any, file: str, source: str) -> tuple[ScreenRul
                 source=source,
                 message=t.message,
                 ends_turn=t.ends_turn and t.state == "idle",
+                when_hooked=t.when_hooked and t.state == "blocked",
             )
         )
     return tuple(rules)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Final
 
+from signaltty.agents.process_name import program_name
 from signaltty.core.argv_safety import check_id, cwd_problem, id_problem
 
 if TYPE_CHECKING:
@@ -32,6 +33,21 @@ _STANDARD: Final[dict[str, str]] = {
     "antigravity": "--conversation",
     "antigravity-cli": "--conversation",
 }
+# Options chosen at launch that a resume keeps (issue 11 item 11), by the resume command's
+# program: the model choice only. Each takes one value (``--model X`` or ``--model=X``).
+# Permission and sandbox options are never kept this way: bypass flags survive only as
+# ``launch_prefix`` (the catalog entry's own ``bypass_args``); ``--add-dir`` and the like widen
+# what the agent may touch and are not carried over silently.
+KEPT_OPTIONS: Final[dict[str, tuple[str, ...]]] = {
+    "claude": ("--model",),
+    "codex": ("--model", "-m"),
+    "cursor-agent": ("--model",),
+    "opencode": ("--model", "-m"),
+    "pi": ("--provider", "--model"),
+    "gemini": ("--model", "-m"),
+}
+# Longest kept option value (characters); real model names are under 64.
+MAX_KEPT_VALUE: Final = 200
 
 
 def _has_control(value: str) -> bool:
@@ -205,6 +221,109 @@ def apply_launch_prefix(argv: Sequence[str], prefix: Sequence[str]) -> list[str]
     return [out[0], *prefix, *out[1:]]
 
 
+def _kept_value_ok(value: str) -> bool:
+    """A value stays one operand: non-empty, at most 200 characters, not starting with
+    ``-`` (never an option), no whitespace, no control or format character."""
+    return (
+        0 < len(value) <= MAX_KEPT_VALUE
+        and not value.startswith("-")
+        and all(c.isprintable() and not c.isspace() for c in value)
+    )
+
+
+def kept_options(launch_argv: Sequence[str] | None, program: str) -> list[str]:
+    """The options of ``KEPT_OPTIONS`` the pane's launch argv gave the agent ``program``.
+
+    Args:
+        launch_argv: the pane's stored launch argv; only read when its ``argv[0]`` is the
+            same program as ``program`` (same basename): a shell pane's argv says nothing
+            about the agent started inside it.
+        program: ``argv[0]`` of the resume template (``claude``, ``codex``…).
+
+    Returns:
+        ``[option, value, …]`` in the order of ``KEPT_OPTIONS[program]``, each spelled as
+        two elements (``--model=X`` becomes ``--model X``); the last occurrence of an option
+        wins; scanning stops at ``--``. A value that fails :func:`_kept_value_ok` drops its
+        option (the agent's default applies). Empty for other programs.
+
+    Spec: issue 11 item 11 ("launch flags typed with the agent survive resume");
+    docs/decisions.md "Resume keeps the model".
+    """
+    names = KEPT_OPTIONS.get(os.path.basename(program))
+    if not names or not launch_argv or not isinstance(launch_argv[0], str):
+        return []
+    if os.path.basename(launch_argv[0]) != os.path.basename(program):
+        return []
+    found: dict[str, str | None] = {}
+    args = list(launch_argv[1:])
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if not isinstance(arg, str) or arg == "--":
+            break
+        name, eq, value = arg.partition("=")
+        if arg in names:
+            found[arg] = args[i] if i < len(args) and isinstance(args[i], str) else None
+            i += 1
+        elif eq and name in names and name.startswith("--"):
+            found[name] = value
+    out: list[str] = []
+    for name in names:
+        kept = found.get(name)
+        if kept is not None and _kept_value_ok(kept):
+            out += [name, kept]
+    return out
+
+
+def _checked_pairs(options: Sequence[str]) -> list[str]:
+    """``options`` when it is ``[name, value, …]`` pairs of kept options with acceptable
+    values, else ``[]``."""
+    names = {n for group in KEPT_OPTIONS.values() for n in group}
+    pairs = list(zip(options[::2], options[1::2], strict=False))
+    ok = len(options) % 2 == 0 and all(
+        isinstance(n, str) and isinstance(v, str) and n in names and _kept_value_ok(v)
+        for n, v in pairs
+    )
+    return list(options) if ok else []
+
+
+def options_of_process(cmdline: Sequence[str], program: str) -> list[str]:
+    """:func:`kept_options` of a running agent's command line (``/proc/<pid>/cmdline``).
+
+    For an agent started from a shell in the pane (the pane's own argv is the shell). The
+    agent may run under its runtime (``node /usr/bin/claude --model opus``): the options
+    are read after the first element whose program name is ``program``; nothing when the
+    command line's program is not ``program``.
+    """
+    name = os.path.basename(program)
+    if not cmdline or program_name(cmdline) != name:
+        return []
+    for i, arg in enumerate(cmdline):
+        if program_name([arg]) == name:
+            return kept_options([name, *cmdline[i + 1 :]], name)
+    return []
+
+
+def usable_cwd(value: object) -> str | None:
+    """``value`` when it may become a resume's working directory, else ``None``.
+
+    Accepted: what ``core.argv_safety.cwd_problem`` accepts (absolute, at most 4096
+    characters, no control character) that is also valid UTF-8 (it is shown to clients as
+    JSON). Existence is checked by the caller, when it records and again when it resumes.
+    A cwd only ever becomes the child's working directory, never part of its argv.
+
+    Spec: issue 11 item 11 (resume in the session's directory); docs/security.md.
+    """
+    if not isinstance(value, str) or cwd_problem(value) is not None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return value
+
+
 def resolve_resume_argv(
     template: Sequence[str] | None,
     session_id: str | None,
@@ -214,6 +333,7 @@ def resolve_resume_argv(
     launch_prefix: Sequence[str] = (),
     reported: Sequence[str] | None = None,
     grammar: re.Pattern[str] | None = None,
+    kept: Sequence[str] = (),
 ) -> list[str] | None:
     """Resolve the resume command of a pane (steps 1–7).
 
@@ -225,6 +345,8 @@ def resolve_resume_argv(
         launch_prefix: automatic-execution args applied at launch (kept for resume).
         reported: a validated self-reported ``resume_argv`` (wins, step 1).
         grammar: the agent's session id grammar (``None``: the default one).
+        kept: launch options the resume keeps (:func:`kept_options`), inserted right after
+            ``argv[0]`` (after the launch prefix); step 7 copies no other launch flag.
 
     Returns:
         The argv to run, or ``None`` when the pane is not resumable.
@@ -244,6 +366,8 @@ def resolve_resume_argv(
         stored = _stored_path(argv, launch_cwd)
         if stored is not None and os.path.basename(stored) == out[0]:
             out[0] = stored
+    if kept:
+        out = [out[0], *kept, *out[1:]]
     return apply_launch_prefix(out, launch_prefix)
 
 
@@ -259,13 +383,24 @@ def resolve(pane: Pane, adapter: Adapter, session_id: str | None) -> list[str] |
     Spec: agents.md §3.4; protocol.md §6 ``pane.resume``; issue 10 follow-up (item 1).
     """
     info = pane.agent
+    template = adapter.resume_template()
     return resolve_resume_argv(
-        adapter.resume_template(),
+        template,
         session_id,
         argv=pane.argv,
         launch_cwd=pane.launch_cwd,
         launch_prefix=info.launch_prefix,
         grammar=adapter.session_id_grammar,
+        kept=_kept(pane, template[0]) if template else (),
+    )
+
+
+def _kept(pane: Pane, program: str) -> list[str]:
+    """The launch options a resume of ``pane`` keeps: from its own argv when it started the
+    agent, else those recorded from the agent's command line (a shell pane). The recorded
+    ones go through the same filter again (a snapshot may have been edited)."""
+    return kept_options(pane.argv, program) or kept_options(
+        [os.path.basename(program), *pane.agent.launch_options], program
     )
 
 
@@ -302,7 +437,8 @@ def clean_restored(pane: Pane) -> list[str]:
     applied again at resume time) is dropped with its resume command, so the pane comes
     back not resumable; a reported resume command that fails ``validate_reported_resume_argv``
     is dropped; a ``cwd``/``launch_cwd`` that is not an absolute path without control
-    characters becomes ``/``.
+    characters becomes ``/``, and such a ``session_cwd`` is dropped (:func:`usable_cwd`), as
+    are ``launch_options`` that are not pairs of kept options with acceptable values.
 
     Args:
         pane: a pane read from ``snapshot.json`` (modified in place).
@@ -344,6 +480,13 @@ def clean_restored(pane: Pane) -> list[str]:
         if (why := cwd_problem(value)) is not None:
             problems.append(f"{name} {str(value)[:40]!r} replaced by '/': {why}")
             setattr(pane, name, "/")
+    options = info.launch_options
+    if options and _checked_pairs(options) != options:
+        problems.append(f"launch_options {' '.join(options)[:80]!r} dropped: not kept options")
+        info.launch_options = []
+    if info.session_cwd is not None and usable_cwd(info.session_cwd) is None:
+        problems.append(f"session_cwd {info.session_cwd[:40]!r} dropped: not a usable directory")
+        info.session_cwd = None
     return problems
 
 

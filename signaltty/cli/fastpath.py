@@ -288,15 +288,25 @@ def _send(
             return 0  # a hook outside signaltty (no daemon, no pane): nothing to report
         _err(f"server not reachable at {path}")
         return 1
+    problem = client.verdict_problem() if waiting else None
+    if problem is not None:
+        # Not provably our own daemon (no $SIGNALTTY_DAEMON and not an ancestor: an agent in
+        # an ordinary terminal, or a cleaned environment): report the state only, never wait
+        # for or print a verdict; the agent asks in its own terminal (issue 10, pass 4, N1/N6).
+        # The real daemon drops a verdict for a reporter outside panes anyway.
+        _err(f"not waiting for an answer: {problem}; the agent asks in its own terminal")
+        params = {k: v for k, v in params.items() if k not in ("wait_for_answer", "wait_timeout_s")}
     try:
         client.send(method, params)
         msg = client.read_message(
-            timeout=WAIT_RESPONSE_TIMEOUT_S if waiting else RESPONSE_TIMEOUT_S
+            timeout=WAIT_RESPONSE_TIMEOUT_S if waiting and problem is None else RESPONSE_TIMEOUT_S
         )
     except (TimeoutError, OSError, ValueError):
         msg = None
     finally:
         client.close()
+    if problem is not None:
+        return 0  # stdout empty, one line on stderr: what the agent needs to go on by itself
     if msg is None:
         if not waiting:
             _err("no answer from the server")

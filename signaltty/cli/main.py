@@ -331,7 +331,10 @@ def build_parser() -> argparse.ArgumentParser:
         "list", parents=[common], help="loaded manifests (bundled and user) and failed files"
     )
     ag.add_parser(
-        "reload", parents=[common], help="re-read the user agents directory (like SIGHUP)"
+        "reload",
+        parents=[common],
+        help="re-read the user agents directory (like SIGHUP); exits 1 when a file failed "
+        "(the others are active and the failures listed)",
     )
     ag.add_parser(
         "catalog",
@@ -533,7 +536,9 @@ def _run(args: argparse.Namespace) -> int:
             return _permission(args, cl)
         if cmd == "agents" and args.sub in ("list", "reload"):
             r = cl.call("agents." + args.sub)
-            return _out(args, r, _agents_table(r))
+            rc = _out(args, r, _agents_table(r))
+            # a reload that could not read every file is applied but fails, for scripts
+            return 1 if args.sub == "reload" and r.get("failures") else rc
         if cmd == "agents":
             r = cl.call("agents.catalog", {"refresh": True if args.refresh else None})
             return _out(args, r, _catalog_table(r))
@@ -1008,15 +1013,27 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
             # said before it runs: what the restored pane adds to the agent's resume command
             before = cl.call("pane.get", {"pane_id": args.id})["pane"]
             extra = render.launch_lines(before.get("agent") or {})
-            print(render.block("\n".join([f"resuming {before['id']} with:", *extra])
-                               if extra else f"resuming {before['id']} (no added flags or env)"),
-                  flush=True)
+            print(
+                render.block(
+                    "\n".join([f"resuming {before['id']} with:", *extra])
+                    if extra
+                    else f"resuming {before['id']} (no added flags or env)"
+                ),
+                flush=True,
+            )
+            planned = (before.get("agent") or {}).get("resume_argv") or []
+            if planned:  # the whole command, kept launch options (--model) included
+                print(
+                    render.block("  command " + " ".join(render.clean(a) for a in planned)),
+                    flush=True,
+                )
         r = cl.call("pane.resume", {"pane_id": args.id})
         agent = r["pane"]["agent"]
         ran = " ".join(render.clean(a) for a in agent["resume_argv"] or [])
         # the argv run holds the flags; the environment added is said apart
         env = render.launch_lines({"config_env": agent.get("config_env")})
-        return _out(args, r, "\n".join([f"resumed {r['pane']['id']}: {ran}", *env]))
+        where = f"  in {render.clean(r['pane']['cwd'])}"
+        return _out(args, r, "\n".join([f"resumed {r['pane']['id']}: {ran}", where, *env]))
     if sub == "explain":
         r = cl.call("pane.explain", {"pane_id": args.id})
         return _out(args, r, render.explain(r))
@@ -1040,13 +1057,24 @@ def _permission(args: argparse.Namespace, cl: Client) -> int:
     """``permission list|show|answer`` (integrations.md §4.3)."""
     if args.sub == "show":
         items = cl.call("permission.list", {"pane_id": None})["permissions"]
-        found = [
-            x for x in items
-            if x["decision_id"] == args.target or str(x["pane_id"]).startswith(args.target)
-        ] if args.target else []
+        # showing is harmless, so a decision id may be shortened like a pane id
+        found = (
+            [
+                x
+                for x in items
+                if str(x["decision_id"]).startswith(args.target)
+                or str(x["pane_id"]).startswith(args.target)
+            ]
+            if args.target
+            else []
+        )
         if len(found) != 1:
             what = "no pending request" if not found else f"{len(found)} pending requests"
-            raise CliError(f"{what} for {render.clean(args.target)[:80]}", 1)
+            raise CliError(
+                f"{what} for {render.clean(args.target)[:80]}: name a pane id, or a decision id "
+                "or its start (`signaltty permission list` shows them)",
+                1,
+            )
         if args.json:
             return _out(args, {"permission": found[0]})
         return _out(args, found[0], render.permission_detail(found[0]))

@@ -90,7 +90,7 @@ def status(r: dict[str, Any]) -> str:
             if not n.get("enabled")
             else f"on, mode {clean(n.get('mode'))}"
             if n.get("available")
-            else "unavailable (no notification server on the session bus)"
+            else f"unavailable ({clean(n.get('reason') or 'not connected yet')})"
         )
         lines.append(f"notifications {state}")
     b = r.get("dbus") or {}
@@ -103,6 +103,23 @@ def status(r: dict[str, Any]) -> str:
             else "unavailable (no session bus, or the name is taken)"
         )
         lines.append(f"D-Bus      {state}")
+    for t in r.get("tasks") or []:
+        if t.get("state") in ("running", "done"):
+            continue
+        why = f"; last error: {clean(t['last_error'])}" if t.get("last_error") else ""
+        again = f", next start in {t['next_in_s']:.0f} s" if t.get("next_in_s") is not None else ""
+        lines.append(
+            f"task {clean(t.get('name'))}: {clean(t.get('state'))} "
+            f"({t.get('restarts', 0)} restarts{again}{why})"
+        )
+    h = r.get("hardening") or {}
+    if h.get("dumpable"):
+        lines.append("hardening: the daemon is dumpable: pane processes may ptrace it")
+    if h.get("ptrace_scope") in ("absent", 0):
+        scope = "no Yama" if h["ptrace_scope"] == "absent" else "Yama ptrace_scope 0"
+        lines.append(
+            f"hardening: {scope}: a pane process can ptrace your other processes (docs/security.md)"
+        )
     if r.get("config_error"):
         lines.append(f"config error: {clean(r['config_error'])}")
     return "\n".join(lines)
@@ -120,6 +137,8 @@ def pane_detail(r: dict[str, Any], short: dict[str, str] | None = None) -> str:
         f"  cwd {clean(p['cwd'])}  size {p['pty_size']['cols']}x{p['pty_size']['rows']}",
     ]
     lines += launch_lines(agent)
+    if agent.get("resume_argv"):  # what `pane resume` runs, kept launch options included
+        lines.append("  resume " + " ".join(clean(a) for a in agent["resume_argv"]))
     dec = p.get("pending_decision")
     if dec:
         lines.append("  pending decision:")
@@ -144,6 +163,8 @@ def launch_lines(agent: dict[str, Any]) -> list[str]:
     env = agent.get("config_env") or {}
     if env:
         lines.append("  launch env " + " ".join(f"{clean(k)}={clean(v)}" for k, v in env.items()))
+    if agent.get("session_cwd"):  # where the agent's hooks said its session runs
+        lines.append(f"  session dir {clean(agent['session_cwd'])}")
     return lines
 
 
@@ -174,9 +195,17 @@ def permission_detail(x: dict[str, Any]) -> str:
         f"pane      {clean(x['pane_id'])}",
         f"agent     {clean(x.get('agent') or '-')}",
         f"tool      {clean(x.get('tool_name') or '-')}",
+        f"session   {clean(x.get('agent_session_id') or '-')}",
+        f"received  {clean(x.get('received_at') or '-')}",
+        f"expires   {clean(x.get('deadline') or '-')} (then the agent asks in its terminal)",
         f"answer    {'here or in the terminal' if x.get('answerable') else 'in the terminal'}",
-        clean(question),
     ]
+    if x.get("answerable"):
+        options = ", ".join(
+            f"{clean(o['id'])} ({clean(o['label'])})" for o in x.get("options") or []
+        )
+        lines.append(f"options   {options}")
+    lines.append(clean(question))
     try:
         data = json.loads(rest) if rest.strip() else None
     except ValueError:

@@ -21,6 +21,7 @@ from prompt_toolkit.utils import get_cwidth
 
 from signaltty.core.sanitize import sanitize_text
 from signaltty.core.states import ATTENTION_RANK, Attention
+from signaltty.core.subject import SUBJECT_KEYS
 
 Fragment = tuple[str, str]
 Line = list[Fragment]
@@ -63,17 +64,7 @@ LIFECYCLE_STYLE: Final = {
 DEAD_STYLE: Final = "ansibrightblack"
 KEYS_HELP: Final = "enter attach  s seen  a allow  d deny  n next unread  j/k move  q quit"
 # tool_input fields that say what a permission is for, most telling first.
-_INPUT_KEYS: Final = (
-    "command",
-    "cmd",
-    "file_path",
-    "notebook_path",
-    "path",
-    "url",
-    "pattern",
-    "query",
-    "description",
-)
+_INPUT_KEYS: Final = (*SUBJECT_KEYS, "description")
 
 
 # One line of an indented JSON object: ``  "command": "make deploy",`` → ``make deploy``.

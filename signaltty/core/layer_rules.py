@@ -211,11 +211,15 @@ def on_screen_state(
 
 
 def recovery_candidate(pane: Pane) -> bool:
-    """A live pane left ``working`` by a hook or program status, with no pending decision."""
+    """A live pane left ``working`` by a hook or program status, with no pending decision
+    (or, on a hooked pane, by the screen once a dialog no hook reported left it)."""
     return (
         pane.live
         and pane.lifecycle == Lifecycle.WORKING
-        and pane.lifecycle_source in ("hook", PROGRAM_STATUS)
+        and (
+            pane.lifecycle_source in ("hook", PROGRAM_STATUS)
+            or (pane.hooked and pane.lifecycle_source == SCREEN)
+        )
         and pane.pending_decision is None
     )
 
@@ -269,3 +273,37 @@ def settle(pane: Pane, *, now: float) -> list[Effect]:
     if pane.lifecycle == Lifecycle.WORKING:
         effects += _message(pane, SETTLE_MESSAGE)
     return effects + set_lifecycle(pane, Lifecycle.IDLE, SCREEN, now=now)
+
+
+# ---------------------------------------------------------------- held screen evidence (issue 11)
+
+# An idle winner must hold this long before it ends a screen-driven turn: an agent that
+# clears its screen and draws it again mid-turn shows a blank (idle fallback) screen for a
+# moment, which is no evidence the turn is over (issue 11 item 11).
+IDLE_HOLD_S = 1.0
+# A ``when_hooked`` dialog must win this long with no hook before a hooked pane reads blocked:
+# hooks that keep coming say the agent is past it (issue 11 item 11).
+DIALOG_HOLD_S = 3.0
+
+
+def holds_idle(pane: Pane, state: str | None) -> bool:
+    """True when the screen's ``state`` would end a turn or a dialog (``working``/``blocked`` →
+    idle or done), so it must hold ``IDLE_HOLD_S`` first."""
+    return state == "idle" and pane.lifecycle in (Lifecycle.WORKING, Lifecycle.BLOCKED)
+
+
+def dialog_candidate(pane: Pane) -> bool:
+    """A live hooked pane whose screen may show a dialog its hooks do not report: ``working``
+    (from a hook, program status or the screen) or ``blocked`` by the screen."""
+    if not (pane.live and pane.hooked):
+        return False
+    if pane.lifecycle == Lifecycle.WORKING:
+        return pane.lifecycle_source in ("hook", PROGRAM_STATUS, SCREEN)
+    return pane.lifecycle == Lifecycle.BLOCKED and pane.lifecycle_source == SCREEN
+
+
+def dialog_left(pane: Pane, *, now: float) -> list[Effect]:
+    """A dialog the screen made a hooked pane ``blocked`` for is gone (the person answered it
+    at the terminal): its "needs input" is withdrawn and the turn goes on (``working``, source
+    ``screen``) until the agent's next hook."""
+    return withdraw(pane, SCREEN) + set_lifecycle(pane, Lifecycle.WORKING, SCREEN, now=now)

@@ -101,6 +101,10 @@ class AgentInfo:
     resume_source: str | None = None
     launch_prefix: list[str] = field(default_factory=list)
     config_env: dict[str, str] = field(default_factory=dict)
+    # where the agent's hooks said the session runs (issue 11 item 11: resume runs there)
+    session_cwd: str | None = None
+    # options kept for resume read from the agent's command line (a shell pane; issue 11)
+    launch_options: list[str] = field(default_factory=list)
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -113,6 +117,8 @@ class AgentInfo:
             "resume_source": self.resume_source,
             "launch_prefix": list(self.launch_prefix),
             "config_env": dict(self.config_env),
+            "session_cwd": self.session_cwd,
+            "launch_options": list(self.launch_options),
         }
 
     @classmethod
@@ -134,6 +140,10 @@ class AgentInfo:
             else None,
             launch_prefix=[str(a) for a in d.get("launch_prefix") or []],
             config_env={str(k): str(v) for k, v in (d.get("config_env") or {}).items()},
+            session_cwd=d.get("session_cwd") if isinstance(d.get("session_cwd"), str) else None,
+            launch_options=[str(a) for a in options]
+            if isinstance(options := d.get("launch_options"), list)
+            else [],
         )
 
 

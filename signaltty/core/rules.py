@@ -461,6 +461,9 @@ _SPECIFIC = frozenset({"claude", "codex", "opencode", "cursor", "pi"})
 _PAST_REQUEST = frozenset({"userpromptsubmit", "sessionstart", "sessionend", "interrupt"})
 _TOOL_DONE = frozenset({"posttooluse", "posttoolusefailure"})
 _TURN_END = frozenset({"stop", "agent-turn-complete"})
+# A tool's end (Gemini's is ``AfterTool``) never reopens a turn a hook ended: each hook is its
+# own reporter process, so one can arrive after the turn's end (issue 11 "Bad input").
+_LATE_TOOL_END = _TOOL_DONE | {"aftertool"}
 
 
 def _owes_permission(pane: Pane) -> bool:
@@ -616,9 +619,26 @@ def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
             Alert(pane.id, cls.cause or "message", "info", t, draft.body if draft else None)
         )
         draft = None
-    # 9. tool hooks never change a blocked pane
-    if cls.tool_hook and pane.lifecycle == Lifecycle.BLOCKED:
+    # 8b. a tool's end that arrives after the turn's end changes nothing (issue 11 "Bad input")
+    if (
+        hook.event.lower() in _LATE_TOOL_END
+        and pane.lifecycle == Lifecycle.DONE
+        and pane.lifecycle_source == "hook"
+        and hook.decision is None
+    ):
         lifecycle = attention = message = None
+    # 9. tool hooks never change a blocked pane, except a tool's end on a hooked pane that
+    # only its screen made blocked (a dialog no hook reports, issue 11 item 11): the agent
+    # went on, so it works again (step 15 withdraws the screen's "needs input")
+    if cls.tool_hook and pane.lifecycle == Lifecycle.BLOCKED:
+        if (
+            pane.hooked
+            and pane.lifecycle_source == "screen"
+            and hook.event.lower() in _LATE_TOOL_END
+        ):
+            lifecycle = lifecycle or Lifecycle.WORKING
+        else:
+            lifecycle = attention = message = None
     # 10. SessionEnd restatement on a reviewed/terminal pane
     if (
         hook.event.lower() == "sessionend"

@@ -126,6 +126,9 @@ class ScreenRule:
     source: str = "bundled"
     message: str | None = None  # a blocked rule's "what to do" (the pane's last message)
     ends_turn: bool = False  # an idle screen shown only once a turn is over (issue 11 item 1)
+    # a blocked screen that also counts on a hooked pane: a dialog the agent's hooks do not
+    # report (Cursor's "Run this command?", issue 11 item 11)
+    when_hooked: bool = False
 
     @property
     def label(self) -> str:

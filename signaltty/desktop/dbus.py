@@ -40,6 +40,9 @@ from signaltty.proto import constants
 from signaltty.proto.envelope import SignalttyError
 from signaltty.system.procref import ProcessRef
 
+# ``spawn(name, factory)``: runs ``factory()`` as a long-lived task its caller owns
+Spawn = Callable[[str, Callable[[], Awaitable[None]]], object]
+
 log = structlog.get_logger("signaltty.dbus")
 
 BUS_NAME: Final = "dev.signaltty.Signaltty"
@@ -218,15 +221,25 @@ class DbusService:
         self._logged: set[str] = set()
         self.dropped_signals = 0
         self._unsubscribe: Unsubscribe | None = None
+        self._started = False
 
     # ---------------------------------------------------------------- lifecycle
 
-    def start(self) -> None:
-        """Start the connection loop and observe state events (idempotent)."""
-        if self._runner is not None:
+    def start(self, spawn: Spawn | None = None) -> None:
+        """Start the connection loop and observe state events (idempotent).
+
+        ``spawn("dbus", loop)`` runs the loop as a task its caller owns (the daemon's task
+        supervisor, which logs and shows a crash); without it, as a task of our own.
+        The loop ends by itself only when the bus name belongs to another process.
+        """
+        if self._started:
             return
+        self._started = True
         self._unsubscribe = self.host.observe_events(self._on_event)
-        self._runner = asyncio.get_running_loop().create_task(self._run(), name="dbus")
+        if spawn is not None:
+            spawn("dbus", self._run)
+        else:
+            self._runner = asyncio.get_running_loop().create_task(self._run(), name="dbus")
 
     async def close(self) -> None:
         """Release the name and close the connection (shutdown; idempotent)."""

@@ -33,11 +33,14 @@ sender of a signal and the reply's sender of ``Notify``, so it cannot apply this
 5. Tamper detection: a second connection watches ``Notify`` calls on the bus
    (``BecomeMonitor``, else an ``eavesdrop='true'`` match; dbus-daemon allows both to the
    bus's own uid). A ``Notify`` from any other sender whose ``replaces_id`` is one of our
-   live ids marks that notification tampered: its presses run nothing, it is logged
+   live ids marks that notification tampered, whatever its interface (a call may omit
+   it), path or destination (the server's unique name, or another name it owns) say
+   (issue 10, fourth attack pass, N3): its presses run nothing, it is logged
    (``notify.tampered``) and ``on_tampered(id)`` lets the notifier withdraw it and post a
    fresh one. A bus that allows neither is logged once (``notify.tamper_detection_off``).
-   Limit: a same-uid monitor can read the keys of our own ``Notify``; that program could
-   also drive the person's session in other ways (docs/security.md).
+   Limit: a same-uid monitor can read the keys of our own ``Notify``, so detection, not
+   the keys' secrecy, is what guards a replaced notification; that program could also
+   drive the person's session in other ways (docs/security.md).
 
 Replies and signals are handled in arrival order by one reader: the id of a ``Notify`` is
 recorded when its reply is read, before any later signal is looked at.
@@ -83,8 +86,11 @@ _DBUS: Final = DBusAddress(
     "/org/freedesktop/DBus", bus_name="org.freedesktop.DBus", interface="org.freedesktop.DBus"
 )
 _MATCH: Final = f"type='signal',interface='{NAME}',path='{PATH}'"
-# Notify calls of every client, for the tamper watch (module docstring, step 5)
-_WATCH: Final = f"type='method_call',interface='{NAME}',member='Notify'"
+# Notify calls of every client, for the tamper watch (module docstring, step 5). No
+# interface, destination or path in the rule: a call may omit the interface (servers that
+# dispatch on the member still run it) and may name the server's unique name or another
+# name it owns (issue 10, fourth attack pass, N3).
+_WATCH: Final = "type='method_call',member='Notify'"
 _MONITORING: Final = DBusAddress(
     "/org/freedesktop/DBus", bus_name="org.freedesktop.DBus",
     interface="org.freedesktop.DBus.Monitoring",
@@ -275,9 +281,13 @@ class FdoNotifications:
 
     def _on_watched(self, msg: Message) -> None:
         fields = msg.header.fields
+        # interface, destination and path are not checked (a server may dispatch on the
+        # member alone, and may be reached by its unique name or another name it owns):
+        # any other sender's Notify naming a live id of ours is a replacement (N3). A
+        # call meant for another server that happens to name the same id only costs a
+        # withdrawal and a fresh notification.
         if (
             fields.get(HeaderFields.member) != "Notify"
-            or fields.get(HeaderFields.interface) != NAME
             or fields.get(HeaderFields.signature) != "susssasa{sv}i"
         ):
             return

@@ -28,6 +28,8 @@ from typing import Final
 
 import structlog
 
+from signaltty.system import sdnotify
+
 log = structlog.get_logger("signaltty.notify")
 
 # Ids the daemon makes (``pane_<32 hex>``) and any id a snapshot may restore; never a
@@ -40,20 +42,7 @@ PANE_MARK: Final = "{pane}"
 # rely on (i3-sensible-terminal, sway's examples); xdg-terminal-exec takes the command as is.
 FALLBACKS: Final = (("xdg-terminal-exec", ()), ("x-terminal-emulator", ("-e",)))
 # Inherited variables that belong to the service manager, not to a terminal.
-SCRUBBED_ENV: Final = frozenset(
-    [
-        "NOTIFY_SOCKET",
-        "WATCHDOG_PID",
-        "WATCHDOG_USEC",
-        "LISTEN_FDS",
-        "LISTEN_PID",
-        "LISTEN_FDNAMES",
-        "INVOCATION_ID",
-        "JOURNAL_STREAM",
-        "SIGNALTTY_SOCKET",
-        "SIGNALTTY_PANE",
-    ]
-)
+SCRUBBED_ENV: Final = sdnotify.SERVICE_MANAGER_ENV | {"SIGNALTTY_SOCKET", "SIGNALTTY_PANE"}
 STDERR_KEPT: Final = 2048  # bytes of a failed terminal's stderr kept for the log
 
 

@@ -118,6 +118,12 @@ class Client:
         """Close the connection (idempotent)."""
         self._sock.close()
 
+    def verdict_problem(self) -> str | None:
+        """Why a verdict from this server must not be obeyed, or None when it may be
+        (:func:`signaltty.proto.trust.verdict_source_problem`: ``$SIGNALTTY_DAEMON``, or else
+        the server is one of this process's ancestors). Raises nothing."""
+        return trust.verdict_source_problem(self._sock, self.path)
+
     def __enter__(self) -> Client:
         return self
 

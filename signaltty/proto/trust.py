@@ -11,6 +11,10 @@ A client proves, before sending a byte, that the socket belongs to its own daemo
   process has the person's uid and can re-bind the socket path; it cannot change the
   environment the agent was started with.
 
+A reporter that is about to obey a verdict asks one thing more
+(:func:`verdict_source_problem`): without ``$SIGNALTTY_DAEMON`` the server must be one of its
+own ancestors, so an agent outside every pane never obeys whatever holds the socket path.
+
 The second check is the one that holds against races (a directory swapped between the
 ``stat`` and the ``connect``); the first refuses a foreign ``/tmp/signaltty-<uid>`` before
 even connecting. The effective uid is compared on both sides: it is what owns files the
@@ -190,19 +194,20 @@ DAEMON_ENV = "SIGNALTTY_DAEMON"
 _STAT_READ = 4096
 # Fields after the closing ")" of comm: field 3 (state) is index 0, so field 22 is index 19.
 _STARTTIME_INDEX = 22 - 3
+# Field 4 (ppid).
+_PPID_INDEX = 4 - 3
 _MAX_PID = 1 << 22  # PID_MAX_LIMIT (linux/threads.h)
+# Ancestors walked at most: far more than any real chain (daemon → shell → agent → hook
+# runner → reporter is about five), and a bound on a corrupt or looping /proc.
+_MAX_ANCESTORS = 64
 _SHOWN = 64  # characters of a malformed value quoted back
 
 
-def process_start_ticks(pid: int) -> int | None:
-    """Return when process ``pid`` started, in clock ticks after boot (``/proc`` only).
-
-    Field 22 of ``/proc/<pid>/stat`` (proc(5) ``starttime``). It stays readable for a
-    non-dumpable process (``PR_SET_DUMPABLE`` 0 hides ``environ`` and ``mem``, not this),
-    and a pid reused by a later process has a later start time.
+def _stat_numbers(pid: int, *indexes: int) -> tuple[int, ...] | None:
+    """Fields of ``/proc/<pid>/stat`` after comm (index 0 is field 3), as integers.
 
     Returns:
-        The tick count, or None when there is no such process, no ``/proc`` (macOS), or the
+        The values, or None when there is no such process, no ``/proc`` (macOS), or the
         line cannot be parsed. Raises nothing.
     """
     try:
@@ -218,9 +223,49 @@ def process_start_ticks(pid: int) -> int | None:
     # comm (field 2) may hold spaces and ")": the fields resume after the last ")"
     fields = data[data.rfind(b")") + 1 :].split()
     try:
-        return int(fields[_STARTTIME_INDEX])
+        return tuple(int(fields[i]) for i in indexes)
     except (IndexError, ValueError):
         return None
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Return when process ``pid`` started, in clock ticks after boot (``/proc`` only).
+
+    Field 22 of ``/proc/<pid>/stat`` (proc(5) ``starttime``). It stays readable for a
+    non-dumpable process (``PR_SET_DUMPABLE`` 0 hides ``environ`` and ``mem``, not this),
+    and a pid reused by a later process has a later start time.
+
+    Returns:
+        The tick count, or None when there is no such process, no ``/proc`` (macOS), or the
+        line cannot be parsed. Raises nothing.
+    """
+    numbers = _stat_numbers(pid, _STARTTIME_INDEX)
+    return None if numbers is None else numbers[0]
+
+
+def ancestors(pid: int | None = None) -> list[tuple[int, int]]:
+    """``(pid, start ticks)`` of the parent of ``pid`` (default: this process), its parent,
+    and so on up to init, from ``/proc/<pid>/stat`` fields 4 (ppid) and 22 (starttime).
+
+    At most ``_MAX_ANCESTORS`` entries; the walk stops early at a process that vanished or
+    cannot be read. A parent that started after its child is a reused pid (the real parent
+    exited): the walk stops there too, since that process is not an ancestor.
+
+    Returns:
+        The chain, nearest first; empty without ``/proc`` (macOS). Raises nothing.
+    """
+    chain: list[tuple[int, int]] = []
+    current = _stat_numbers(os.getpid() if pid is None else pid, _PPID_INDEX, _STARTTIME_INDEX)
+    while current is not None and len(chain) < _MAX_ANCESTORS:
+        parent, child_ticks = current
+        if parent <= 0:
+            break
+        up = _stat_numbers(parent, _PPID_INDEX, _STARTTIME_INDEX)
+        if up is None or up[1] > child_ticks:
+            break
+        chain.append((parent, up[1]))
+        current = up
+    return chain
 
 
 def identity_token(pid: int | None = None) -> str:
@@ -331,3 +376,37 @@ def daemon_identity_problem(
                 "daemon (its start time differs)"
             )
     return None
+
+
+def verdict_source_problem(sock: socket.socket, path: str) -> str | None:
+    """Check that a verdict read from this connection may be obeyed by an agent.
+
+    A reporter obeys the server's ``native_verdict`` only when the server is provably its
+    own daemon: with ``$SIGNALTTY_DAEMON`` set, :func:`daemon_identity_problem` already
+    checked it when connecting (pid and start time); without it (an agent in an ordinary
+    terminal with hooks installed globally, or a hook runner that cleaned the environment),
+    the server's pid (``SO_PEERCRED``) must be one of this process's ancestors with the same
+    start time before and after the check. Every process in a pane descends from its daemon
+    (the daemon spawns panes and is their subreaper), so this costs a pane agent nothing; a
+    same-uid process holding the socket path is no ancestor of an agent it wants to fool.
+
+    Returns:
+        None when a verdict may be used; otherwise one sentence. Raises nothing.
+
+    Spec: issue 10, fourth attack pass, N1 (a reporter outside panes) and N6 (a reporter
+    whose environment lost ``$SIGNALTTY_DAEMON``).
+    """
+    if os.environ.get(DAEMON_ENV) is not None:
+        return daemon_identity_problem(sock, path)
+    pid = peer_pid(sock)
+    if pid is None:
+        return f"cannot tell which process runs the server on {path}"
+    for ancestor, ticks in ancestors():
+        if ancestor == pid:
+            if process_start_ticks(pid) != ticks:
+                return f"process {pid} (the server on {path}) changed while it was checked"
+            return None
+    return (
+        f"the server on {path} (process {pid}) is not a signaltty daemon this process runs "
+        f"under, and ${DAEMON_ENV} is unset"
+    )

@@ -78,6 +78,14 @@ def agent_process(chain: Chain, agent_names: frozenset[str]) -> int | None:
     return None
 
 
+def cmdline(pid: int) -> list[str] | None:
+    """The command line of ``pid`` (``/proc/<pid>/cmdline``), ``None`` when unreadable."""
+    try:
+        return list(psutil.Process(pid).cmdline())
+    except (psutil.Error, OSError):
+        return None
+
+
 def is_alive(pid: int) -> bool:
     """True when ``pid`` exists and is not a zombie."""
     try:

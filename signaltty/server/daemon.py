@@ -42,7 +42,7 @@ from signaltty.server.spawning import Spawner
 from signaltty.server.store import Store
 from signaltty.server.supervisor import InjectedFault, Policy, Supervisor, parse_faults
 from signaltty.server.sweep import ScreenSweep
-from signaltty.system import hardening, paths, sdnotify, shellpath, subreaper
+from signaltty.system import hardening, paths, sdnotify, shellpath, statefile, subreaper
 from signaltty.system.logging import configure_logging
 
 log = structlog.get_logger("signaltty.daemon")
@@ -66,6 +66,7 @@ TASK_NAMES = (
     "path-hydration",
     "sighup-reload",
     "socket-watch",
+    "dbus",
 )
 SHUTDOWN_STEPS = (
     "hooks",
@@ -229,9 +230,17 @@ class Daemon:
             raise StartupError(str(exc)) from None
         if self.socket_path.exists() or self.socket_path.is_symlink():
             self._claim_socket_path()
+        lock_path = self.state_dir / "daemon.lock"
         try:
-            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
-            fd = os.open(self.state_dir / "daemon.lock", flags, 0o600)
+            # never blocks on a FIFO or follows a symlink planted there (attack pass 4, N5)
+            try:
+                fd = statefile.open_regular(lock_path, os.O_RDWR | os.O_CREAT)
+            except statefile.NotRegularFile as exc:
+                aside = statefile.move_aside(lock_path)
+                log.warning(
+                    "state.not_a_file", path=str(lock_path), kind=exc.kind, moved_to=aside.name
+                )
+                fd = statefile.open_regular(lock_path, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise StartupError(
                 f"cannot create {self.state_dir / 'daemon.lock'}: {exc.strerror or exc}"
@@ -351,6 +360,8 @@ class Daemon:
                 "IO_ERROR", f"cannot list agents dir {self.agents_dir}: {exc.strerror or exc}"
             ) from None
         self.catalog = catalog
+        if self.refresher is not None:  # a renamed binary applies at the next refresh
+            self.refresher.detection_changed()
         listing = catalog.listing()
         log.info(
             "agents.reloaded", entries=len(listing["manifests"]), failures=len(listing["failures"])
@@ -489,6 +500,12 @@ class Daemon:
                 version=__version__,
                 loop=type(loop).__module__,
             )
+            if sys.stderr.isatty():  # someone started it by hand: say what to do next
+                print(
+                    "signaltty: ready. In another terminal: `signaltty new -- bash`, then "
+                    "`signaltty status`; Ctrl-C here stops the daemon and its panes.",
+                    file=sys.stderr,
+                )
             self._start_path_hydration()
             self._start_desktop()
             await self._stop.wait()
@@ -642,7 +659,11 @@ class Daemon:
                 from signaltty.desktop.dbus import DbusService
 
                 self.dbus_service = DbusService(port)
-                self.dbus_service.start()
+                # the connection loop ends by itself when another process owns the bus name,
+                # so it is a one-shot: a crash is logged and shown, never silent
+                self.dbus_service.start(
+                    lambda name, loop: self.supervisor.start(name, loop, Policy.ONESHOT)
+                )
             if self.config.notifications.enabled:
                 from signaltty.desktop.notify import Notifier
 

@@ -45,6 +45,9 @@ KNOWN_AGENTS = frozenset(
 )
 # The first line of a typed decision's prompt while its dialog was not on screen: the rest
 # is only what a process reported (issue 10, attack 3, A10).
+QUESTION_CHANGED = (
+    "[the dialog on screen now asks something else; an answer is refused while it does]"
+)
 REPORTED_ONLY = "[reported by a process in the pane; the agent's dialog was not on screen yet]"
 REFUSED_FROM_PANE = (
     "answer from your own terminal, the notification or D-Bus; "
@@ -114,6 +117,9 @@ class HookService:
         self.pane_procs = ancestry.PaneProcesses()
         # ... and of earlier runs, across a restart (attack pass 3, A7)
         self.records = PaneRecords(state_dir)
+        # pane id → (its typed decision, the dialog's question as first seen on screen);
+        # keyed by pane and checked by identity: decision ids are the reporter's (N4, below)
+        self._questions: dict[str, tuple[Decision, str]] = {}
         self.store.bus.observers.append(self._on_event)
         # Hooks are applied in arrival order although the ancestry walk runs in a thread.
         self._hook_order = asyncio.Lock()
@@ -358,6 +364,25 @@ class HookService:
         rt = self.runtimes.get(pane.id)
         shown = keyed.question(decision, rt.screen.screen_text()) if rt is not None else None
         decision.prompt = shown or f"{REPORTED_ONLY}\n{decision.prompt}"
+        if shown:
+            self._freeze(pane, decision, shown)
+
+    def _freeze(self, pane: Pane, dec: Decision, question: str) -> None:
+        """Keep ``question`` as what the person is shown and approves for ``dec``.
+
+        Any same-uid process can write to a pane's tty and redraw its screen, so a question
+        re-read from the screen later may be a forgery (issue 10, fourth attack pass, N4):
+        the first one seen is kept, and an answer is typed only while the screen still asks
+        it. Entries of panes gone from the store are dropped here (bounded by the panes).
+        """
+        for gone in [k for k in self._questions if k not in self.store.panes]:
+            del self._questions[gone]
+        self._questions[pane.id] = (dec, question)
+        dec.prompt = question
+
+    def _frozen(self, pane: Pane, dec: Decision) -> str | None:
+        kept = self._questions.get(pane.id)
+        return kept[1] if kept is not None and kept[0] is dec else None
 
     def _apply_hook(
         self,
@@ -445,6 +470,7 @@ class HookService:
             title=p.title,
             severity=p.severity,
         )
+        known_session = pane.agent.agent_session_id
         outcome = rules.on_hook(pane, hook, now=now)
         if not outcome.accepted:
             if route is not None:
@@ -455,6 +481,10 @@ class HookService:
             if agent_pid is not None:
                 self.agent_pids[pane.id] = agent_pid
         self.store.apply(outcome.effects)
+        if session_id is not None and pane.agent.agent_session_id == session_id:
+            self._note_session(
+                pane, payload, adapter, chain, new_session=known_session != session_id
+            )
         self.check_routes(pane)
         result: dict[str, Any] = {
             **base,
@@ -466,6 +496,67 @@ class HookService:
         if outcome.decision_id is not None:
             result["decision_id"] = outcome.decision_id
         return result, route
+
+    def _note_session(
+        self,
+        pane: Pane,
+        payload: Any,
+        adapter: Adapter,
+        chain: ancestry.Chain | None,
+        *,
+        new_session: bool,
+    ) -> None:
+        """Record where the session runs and the launch options its resume keeps.
+
+        ``session_cwd``: the payload's ``cwd`` of the first hook of a session that carries
+        a usable one (``resume.usable_cwd``, an existing directory). A later hook of the same
+        session does not move it (a ``cd`` in the agent's shell tool changes the ``cwd`` it
+        reports; the agent keeps its sessions by the directory it started in); a new session
+        id starts over. ``pane.resume`` runs there while it exists.
+
+        ``launch_options``: at a new session, the kept options (``--model X``) of the agent
+        process's command line when the pane's own argv is not the agent (an agent started
+        from a shell in the pane); the resume command is recomputed with them.
+
+        Spec: issue 11 item 11.
+        """
+        info = pane.agent
+        changed: list[str] = []
+        if new_session or info.session_cwd is None:
+            raw = payload.get("cwd") if isinstance(payload, dict) else None
+            cwd = resume.usable_cwd(raw)
+            if cwd is not None and not os.path.isdir(cwd):
+                cwd = None
+            if raw is not None and cwd is None:
+                log.info("hook.cwd_ignored", pane_id=pane.id, cwd=repr(raw)[:80])
+            if (cwd is not None or new_session) and cwd != info.session_cwd:
+                info.session_cwd = cwd
+                changed.append("session_cwd")
+        if new_session:
+            options = self._agent_options(pane, adapter, chain)
+            if options != info.launch_options:
+                info.launch_options = options
+                changed.append("launch_options")
+                argv = resume.resolve(pane, adapter, info.agent_session_id)
+                if argv is not None and argv != info.resume_argv:
+                    info.resume_argv = argv
+                    changed.append("resume_argv")
+        if changed:
+            self.store.apply(
+                [rules.Emit("pane.updated", {"pane": pane.to_wire(), "changed": changed})]
+            )
+
+    @staticmethod
+    def _agent_options(pane: Pane, adapter: Adapter, chain: ancestry.Chain | None) -> list[str]:
+        template = adapter.resume_template()
+        if not template or chain is None:
+            return []
+        program = os.path.basename(template[0])
+        if pane.argv and os.path.basename(pane.argv[0]) == program:
+            return []  # the pane started the agent: its own argv says (resume.kept_options)
+        pid = ancestry.agent_process(chain, adapter.builtin_names)
+        line = ancestry.cmdline(pid) if pid is not None else None
+        return resume.options_of_process(line, program) if line else []
 
     def _is_nested(
         self, pane: Pane, chain: ancestry.Chain, adapter: Adapter, session_id: str
@@ -688,6 +779,7 @@ class HookService:
                 raise SignalttyError(
                     "NO_SUCH_DECISION", f"the dialog is no longer on screen: {dec.id}"
                 )
+            self._check_question(pane, dec, rt.screen.screen_text())
             try:
                 assert rt is not None
                 await rt.write_input(keys, 5.0)
@@ -837,12 +929,52 @@ class HookService:
             "BAD_PARAMS", "decision has no allow/deny option", {"field": "verdict"}
         )
 
+    def _check_question(self, pane: Pane, dec: Decision, screen: str) -> None:
+        """Refuse to type unless the screen still asks the question the person was shown.
+
+        A decision whose question was never seen (its hook came before the dialog and no
+        one listed it since) takes the current one: the person was shown only the
+        reporter's text, marked as such. Compared without whitespace, so a rewrap after a
+        resize is the same question.
+
+        Raises:
+            SignalttyError: ``FORBIDDEN`` (``details.reason = "dialog_changed"``); nothing
+                is typed and the decision stays pending.
+        """
+        now = keyed.question(dec, screen)
+        frozen = self._frozen(pane, dec)
+        if frozen is None:
+            if now:
+                self._freeze(pane, dec, now)
+            return
+        if now is not None and _same_question(now, frozen):
+            return
+        log.warning("decision.dialog_changed", pane_id=pane.id, decision_id=dec.id)
+        raise SignalttyError(
+            "FORBIDDEN",
+            f"the dialog on screen changed since its question was shown ({dec.id}): nothing"
+            " was typed; another process may have drawn on the pane, so answer in the"
+            " terminal after checking it",
+            {"field": "decision", "reason": "dialog_changed", "decision_id": dec.id},
+        )
+
     def _prompt_now(self, pane: Pane, dec: Decision) -> str:
-        """A typed decision's question as the screen shows it now, else its stored prompt."""
+        """A typed decision's question as first seen on screen (frozen then, N4: see
+        :meth:`_freeze`), noting when the screen now asks something else; a decision not
+        seen on screen yet is frozen now if its dialog is up, else its stored prompt."""
         rt = self.runtimes.get(pane.id)
         if rt is None or not keyed.is_typed(dec):
             return dec.prompt
-        return keyed.question(dec, rt.screen.screen_text()) or dec.prompt
+        now = keyed.question(dec, rt.screen.screen_text())
+        frozen = self._frozen(pane, dec)
+        if frozen is None:
+            if now is None:
+                return dec.prompt
+            self._freeze(pane, dec, now)
+            return now
+        if now is not None and not _same_question(now, frozen):
+            return f"{frozen}\n{QUESTION_CHANGED}"
+        return frozen
 
     def permission_list(self, pane_id: str | None) -> dict[str, Any]:
         """Every pending decision, oldest first (protocol.md §6 ``permission.list``)."""
@@ -872,6 +1004,10 @@ class HookService:
             out.append(item)
         out.sort(key=lambda x: x.pop("_order"))
         return {"permissions": out}
+
+
+def _same_question(a: str, b: str) -> bool:
+    return "".join(a.split()) == "".join(b.split())
 
 
 def _dropped(base: dict[str, Any], pane: Pane, reason: str | None) -> dict[str, Any]:

@@ -2,15 +2,16 @@
 
 ``Matcher`` finds a line of a pane's output; a regex runs in a worker thread with a
 per-line time limit and a per-call budget, so a catastrophic pattern never holds the event
-loop (issue 10 §10, docs/architecture.md "Bounded resources"). ``LineCollector`` splits
-output that arrives after a call into ANSI-stripped lines (``new_only`` waits). Used by
-``server/handlers/output.py``.
+loop (issue 10 §10, docs/architecture.md "Bounded resources"). For ``new_only`` waits,
+``LineCollector`` splits output that arrives after a call into ANSI-stripped lines of the
+primary screen, and ``AltRows`` finds the rows a full-screen program newly drew on the
+alternate screen (issue 11 item 10; docs/decisions.md "Full-screen agents in pane read and
+wait-output"). Used by ``server/handlers/output.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
 import re
 import threading
 import time
@@ -160,16 +161,109 @@ def compile_matcher(
     return Matcher(match, pattern, budget_s, timeout_s)
 
 
-class LineCollector:
-    """Splits raw output arriving after a call into ANSI-stripped lines (``new_only`` waits)."""
+# DECSET/DECRST with private parameters (``CSI ? 1049 h``, ``CSI ? 25 ; 1049 l``) and RIS
+# (``ESC c``, which also leaves the alternate screen): where the raw stream switches screens.
+_SCREEN_SWITCH = re.compile(rb"\x1b\[\?([0-9;]*)([hl])|\x1bc")
+_ALT_MODES = frozenset((b"47", b"1047", b"1049"))
+# A kept partial line is cut to this many bytes (a full-screen program may never send \n).
+_PARTIAL_BYTES = 65536
 
-    def __init__(self) -> None:
+
+def _primary_bytes(part: bytes, alt: bool) -> tuple[bytes, bool, bool, bool]:
+    """``(bytes of part written to the primary screen, alt state after part, whether any
+    byte of part was on the primary screen, whether the alternate screen had a part in it)``,
+    given the state at its start."""
+    kept: list[bytes] = []
+    seen_primary = False
+    touched_alt = alt
+    pos = 0
+    for m in _SCREEN_SWITCH.finditer(part):
+        touched_alt = True
+        if not alt:
+            kept.append(part[pos : m.start()])
+            seen_primary = True
+        pos = m.end()
+        if m.group(2) is None:  # RIS
+            alt = False
+        elif _ALT_MODES.intersection(m.group(1).split(b";")):
+            alt = m.group(2) == b"h"
+    if not alt:
+        kept.append(part[pos:])
+        seen_primary = True
+    return b"".join(kept), alt, seen_primary, touched_alt
+
+
+class LineCollector:
+    """Splits raw output arriving after a call into ANSI-stripped lines (``new_only`` waits).
+
+    Only text written to the primary screen becomes lines: bytes between a switch to the
+    alternate screen (``CSI ? 47/1047/1049 h``) and the switch back (``l``, or RIS) are left to
+    ``AltRows``, because a full-screen program redraws rows in place and a redraw of text that
+    was already shown is not new output.
+
+    Args:
+        alt: whether the alternate screen is shown where the collected output starts.
+    """
+
+    def __init__(self, alt: bool = False) -> None:
         self._partial = b""
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._alt = alt  # the state at the start of ``_partial``
+        # the last ``feed`` met the alternate screen (or a switch): only then is it worth
+        # applying the screen model to look at its rows
+        self.saw_alt = alt
 
     def feed(self, data: bytes) -> list[str]:
-        """Return the lines completed by ``data`` plus the current partial line (last)."""
-        buf = self._partial + data
-        parts = re.split(rb"[\r\n]", buf)
-        self._partial = parts[-1][-65536:]
-        return [strip_ansi(p.decode("utf-8", "replace")) for p in parts]
+        """Return the lines completed by ``data`` plus the current partial line (last);
+        a line written entirely on the alternate screen is left out."""
+        parts = re.split(rb"[\r\n]", self._partial + data)
+        out: list[bytes] = []
+        saw_alt = False
+        for part in parts[:-1]:
+            text, self._alt, primary, touched = _primary_bytes(part, self._alt)
+            saw_alt |= touched
+            if primary:
+                out.append(text)
+        last = parts[-1]
+        if len(last) > _PARTIAL_BYTES:
+            cut = len(last) - _PARTIAL_BYTES
+            esc = last.rfind(b"\x1b", max(0, cut - 64), cut)  # never split a switch
+            cut = esc if esc >= 0 else cut
+            _, self._alt, _, touched = _primary_bytes(last[:cut], self._alt)
+            saw_alt |= touched
+            last = last[cut:]
+        self._partial = last
+        text, _, primary, touched = _primary_bytes(last, self._alt)
+        self.saw_alt = saw_alt or touched
+        if primary:
+            out.append(text)
+        return [strip_ansi(p.decode("utf-8", "replace")) for p in out]
+
+
+class AltRows:
+    """The rows a ``new_only`` wait counts as new on the alternate screen.
+
+    A full-screen program redraws rows in place, so new output is judged on the screen model's
+    rows, not the bytes: a non-blank row is new when its text is not the last non-blank text
+    seen on any row (at the call, or at a later check). Text that moves to another row
+    (scrolling) or is redrawn after a clear is therefore not new; a row that changes
+    (``Working (3s)`` → ``Working (4s)``) is, and so is text that comes back after other text
+    replaced it on its row (``Ready`` → ``Working`` → ``Ready``).
+
+    Args:
+        rows: the alternate screen's visible rows at the call (empty when the primary screen
+            was shown: everything drawn later on the alternate screen is new).
+    """
+
+    def __init__(self, rows: list[str]) -> None:
+        self._seen: dict[int, str] = {}
+        self.new_rows(rows)
+
+    def new_rows(self, rows: list[str]) -> list[str]:
+        """The new rows of ``rows`` (the visible rows, right-trimmed), top to bottom; they
+        are then seen."""
+        seen = set(self._seen.values())
+        new = [text for text in rows if text.strip() and text not in seen]
+        for y, text in enumerate(rows):
+            if text.strip():  # a blanked row keeps its text: a redraw after a clear is old
+                self._seen[y] = text
+        return new

@@ -26,8 +26,14 @@ from pathlib import Path
 
 import structlog
 
-from signaltty.server.persistence import atomic_write
 from signaltty.system.procref import start_ticks
+from signaltty.system.statefile import (
+    NotRegularFile,
+    TooLarge,
+    atomic_write,
+    move_aside,
+    read_bounded,
+)
 
 log = structlog.get_logger("signaltty.pane_records")
 
@@ -38,28 +44,34 @@ MAX_RECORDS = 8192
 
 
 class PaneRecords:
-    """The records of earlier runs (``earlier``) and this run's writer. Thread-safe."""
+    """The records of earlier runs (``earlier``) and this run's writer. Thread-safe.
+
+    Two locks (attack pass 4, N5): ``_io_lock`` serialises the file's load and writes in
+    worker threads; ``_leaders_lock`` guards ``_leaders`` only and is never held during
+    file I/O, so ``note_leader`` on the event loop never waits for a worker's open/fsync.
+    """
 
     def __init__(self, state_dir: Path | None) -> None:
         self._path = state_dir / FILE_NAME if state_dir is not None else None
-        self._lock = threading.Lock()
+        self._io_lock = threading.Lock()
+        self._leaders_lock = threading.Lock()
         self._earlier: dict[int, int] | None = None
         self._leaders: dict[int, int] = {}  # this run's pane leaders, kept after they exit
         self._written: bytes | None = None
 
     def earlier(self) -> dict[int, int]:
-        """Processes of earlier runs that may still live: pid → start ticks (loaded once)."""
-        with self._lock:
+        """Processes of earlier runs that may still live: pid → start ticks (loaded once;
+        blocking: call from a worker thread)."""
+        with self._io_lock:
             return dict(self._load_locked())
 
     def note_leader(self, pid: int) -> bool:
         """Remember a pane's process (a session leader) of this run; True when it is new
-        (the caller then ``write``s). Reads its start time once."""
-        with self._lock:
-            if pid in self._leaders:
-                return False
-            ticks = start_ticks(pid)
-            if ticks is None:
+        (the caller then ``write``s). Reads its start time once (from /proc; no state-dir
+        I/O, so safe on the event loop)."""
+        ticks = start_ticks(pid)
+        with self._leaders_lock:
+            if pid in self._leaders or ticks is None:
                 return False
             self._leaders[pid] = ticks
             while len(self._leaders) > MAX_RECORDS:
@@ -69,22 +81,35 @@ class PaneRecords:
     def write(self, adopted: Iterable[int] = ()) -> None:
         """Replace the file with this run's pane leaders, the ``adopted`` orphans (read now)
         and the earlier runs' records, each kept while its number is not reused. Logs and
-        returns on failure."""
+        returns on failure (blocking: a worker thread)."""
         if self._path is None:
             return
-        with self._lock:
+        with self._io_lock:
             earlier = self._load_locked()
             current: dict[int, int] = {}
             for pid in adopted:
                 ticks = start_ticks(pid)
                 if ticks is not None:
                     current[pid] = ticks
-            for records in (earlier, self._leaders):
-                for pid, ticks in list(records.items()):
-                    now = start_ticks(pid)
-                    if now is not None and now != ticks:
-                        del records[pid]  # the number names another process now
-            merged = {**earlier, **self._leaders, **current}
+            for pid, ticks in list(earlier.items()):
+                now = start_ticks(pid)
+                if now is not None and now != ticks:
+                    del earlier[pid]  # the number names another process now
+            with self._leaders_lock:
+                leaders = dict(self._leaders)
+            reused = [
+                pid
+                for pid, ticks in leaders.items()
+                if (now := start_ticks(pid)) is not None and now != ticks
+            ]
+            if reused:
+                with self._leaders_lock:
+                    for pid in reused:
+                        if self._leaders.get(pid) == leaders[pid]:
+                            del self._leaders[pid]
+                for pid in reused:
+                    del leaders[pid]
+            merged = {**earlier, **leaders, **current}
             rows = list(merged.items())[-MAX_RECORDS:]
             data = json.dumps({"version": VERSION, "processes": rows}).encode()
             if data == self._written:
@@ -103,17 +128,27 @@ class PaneRecords:
 
 
 def _read(path: Path) -> dict[int, int]:
-    """The still-valid records in ``path``; {} when absent or unreadable (warned)."""
+    """The still-valid records in ``path``; {} when absent or unreadable (warned). Never
+    blocks: a FIFO, directory, symlink or device there is moved aside (N5)."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+        raw = read_bounded(path, MAX_BYTES)
     except FileNotFoundError:
+        return {}
+    except NotRegularFile as exc:
+        try:
+            aside = move_aside(path)
+        except OSError as err:
+            log.warning("pane_records.not_a_file", path=str(path), kind=exc.kind, error=str(err))
+        else:
+            log.warning(
+                "pane_records.not_a_file", path=str(path), kind=exc.kind, moved_to=aside.name
+            )
+        return {}
+    except TooLarge:
+        log.warning("pane_records.too_large", path=str(path), limit=MAX_BYTES)
         return {}
     except OSError as exc:
         log.warning("pane_records.unreadable", path=str(path), error=str(exc))
-        return {}
-    if len(raw) > MAX_BYTES:
-        log.warning("pane_records.too_large", path=str(path), limit=MAX_BYTES)
         return {}
     try:
         doc = json.loads(raw)

@@ -357,6 +357,29 @@ class PaneRuntime(TerminalReplies):
             return "\n".join(all_lines[-lines:]), len(all_lines) > lines
         return self.screen.tail(lines, apply_pending=apply_pending)
 
+    def read_tail(self, lines: int) -> tuple[str, bool, bool]:
+        """The ``pane.read`` tail window and what ``pane.wait_for_output`` matches:
+        ``(text, truncated, alt_screen)``, every pending byte applied.
+
+        On the primary screen this is ``tail_text``. While the program shows the alternate
+        screen (a full-screen agent such as Codex or OpenCode), its visible rows (right-trimmed,
+        trailing empty rows dropped) follow the history and main grid, and the last ``lines``
+        lines of that whole are returned (issue 11 item 10; docs/decisions.md). Saves keep
+        ``tail_text`` (the main grid), as a real terminal forgets the alternate screen.
+        """
+        if (self.retained_text is not None and self.proc is None) or not self.screen.alt_screen:
+            text, truncated = self.tail_text(lines)
+            return text, truncated, False
+        alt = self.screen.screen_text()
+        alt_rows = alt.split("\n") if alt else []
+        if len(alt_rows) >= lines:
+            more = len(alt_rows) > lines or bool(self.tail_text(1)[0])
+            return "\n".join(alt_rows[len(alt_rows) - lines :]), more, True
+        text, truncated = self.tail_text(lines - len(alt_rows))
+        if not alt_rows:
+            return text, truncated, True
+        return ("\n".join([text, *alt_rows]) if text else alt), truncated, True
+
     def raw_text(self) -> str:
         return bytes(self.raw).decode("utf-8", errors="replace")
 

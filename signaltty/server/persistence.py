@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,38 +41,20 @@ from signaltty.core.limits import (
 from signaltty.core.model import Notification, Pane, Workspace, iso
 from signaltty.core.sanitize import sanitize_text
 from signaltty.server.autoconfig import config_vars
+from signaltty.system.statefile import (
+    NotRegularFile,
+    TooLarge,
+    atomic_write,
+    move_aside,
+    read_bounded,
+    read_tail,
+)
+
+__all__ = ["atomic_write"]  # kept importable from here for older callers
 
 log = structlog.get_logger("signaltty.persistence")
 
 SNAPSHOT_VERSION = 1
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably (mode 0600).
-
-    Raises:
-        OSError: the write failed; ``path`` is unchanged.
-    """
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 def cap_tail(text: str, limit: int = TAIL_FILE_BYTES) -> str:
@@ -289,19 +272,24 @@ def load_snapshot(state_dir: Path, catalog: Catalog | None = None) -> Restored:
         Nothing: no snapshot content stops the daemon (issue 10 §8).
     """
     path = state_dir / "snapshot.json"
+    # Never blocks on a FIFO, never follows a symlink, never reads past the bound (N5).
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_SNAPSHOT_BYTES + 1)
+        raw = read_bounded(path, MAX_SNAPSHOT_BYTES)
     except FileNotFoundError:
         return Restored()
-    except OSError as exc:
+    except NotRegularFile as exc:
         out = Restored()
-        _move_aside(state_dir, path, "corrupt", f"cannot read snapshot: {exc.strerror or exc}", out)
+        why = f"snapshot.json is a {exc.kind}, not a regular file"
+        _move_aside(state_dir, path, "corrupt", why, out)
         return out
-    if len(raw) > MAX_SNAPSHOT_BYTES:
+    except TooLarge:
         out = Restored()
         why = f"snapshot larger than {MAX_SNAPSHOT_BYTES} bytes"
         _move_aside(state_dir, path, "corrupt", why, out)
+        return out
+    except OSError as exc:
+        out = Restored()
+        _move_aside(state_dir, path, "corrupt", f"cannot read snapshot: {exc.strerror or exc}", out)
         return out
     try:
         out = parse_snapshot(raw, catalog)
@@ -322,16 +310,32 @@ def load_snapshot(state_dir: Path, catalog: Catalog | None = None) -> Restored:
         except OSError as exc:
             out.errors.append(f"could not keep a copy of the snapshot: {exc.strerror or exc}")
     hist = state_dir / "history"
+    if not _real_dir(hist):
+        if os.path.lexists(hist):
+            out.errors.append("history is not a directory (a symlink?); no tails restored")
+        return out
     for pane in out.panes:
+        tail = hist / f"{pane.id}.tail"
         try:
-            with open(hist / f"{pane.id}.tail", "rb") as fh:
-                # tails are written capped; never trust a bigger file
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - TAIL_FILE_BYTES))
-                out.tails[pane.id] = fh.read().decode("utf-8", "replace")
+            # tails are written capped; never trust a bigger file, a FIFO or a symlink
+            out.tails[pane.id] = read_tail(tail, TAIL_FILE_BYTES).decode("utf-8", "replace")
+        except FileNotFoundError:
+            pass
+        except NotRegularFile as exc:
+            out.errors.append(f"tail of pane {pane.id} is a {exc.kind}; not restored")
+            with contextlib.suppress(OSError):
+                move_aside(tail)
         except OSError:
             pass
     return out
+
+
+def _real_dir(path: Path) -> bool:
+    """A directory itself, not a symlink to one (tails are never written through a link)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
@@ -410,6 +414,8 @@ def write_snapshot(state_dir: Path, data: bytes, tails: dict[str, str], keep: se
     """
     atomic_write(state_dir / "snapshot.json", data)
     hist = state_dir / "history"
+    if os.path.lexists(hist) and not _real_dir(hist):
+        move_aside(hist)  # a file, FIFO or symlink planted there (attack pass 4, N5)
     if tails or keep:
         hist.mkdir(mode=0o700, exist_ok=True)
     for pane_id, text in tails.items():

@@ -74,6 +74,11 @@ class NotifierState(Protocol):
     @property
     def can_answer(self) -> bool: ...
 
+    @property
+    def reason(self) -> str | None:
+        """Why notifications are unavailable, for ``server.status``; None when they are."""
+        ...
+
 
 class DbusState(Protocol):
     """What the server reads of the D-Bus service (``signaltty.desktop.dbus``)."""

@@ -147,6 +147,7 @@ class ProcessRefresher:
         self.scans = 0
         self._names: NameCache = {}
         self._offsets: dict[str, int] = {}
+        self._rescan = False
         self._lock = asyncio.Lock()
 
     @property
@@ -159,20 +160,30 @@ class ProcessRefresher:
 
         A period in which no live pane printed anything is skipped: starting a program,
         leaving one or changing directory in a shell always shows something on the screen.
-        Every ``FULL_EVERY``-th period scans anyway, for changes nothing announced.
+        Every ``FULL_EVERY``-th period scans anyway, for changes nothing announced, and so
+        does the period after ``detection_changed``.
         """
         periods = 0
         while True:
             await asyncio.sleep(self.period_s)
             periods += 1
-            if periods % FULL_EVERY and not self._output_since_last():
+            # the output check runs every period: it also records the offsets
+            quiet = not self._output_since_last()
+            if periods % FULL_EVERY and quiet and not self._rescan:
                 continue
+            self._rescan = False
             try:
                 await self.refresh_now()
             except asyncio.CancelledError:
                 raise
             except Exception:  # the refresh never stops for good
                 log.exception("refresh.failed")
+
+    def detection_changed(self) -> None:
+        """The catalog changed (``agents.reload``, SIGHUP): the next period scans even when no
+        pane printed anything, so a user manifest naming a renamed binary that is already
+        running (silently) in a pane applies at the next refresh (issue 11 item 11)."""
+        self._rescan = True
 
     def _output_since_last(self) -> bool:
         offsets = {pane_id: rt.output_offset for pane_id, rt in self.runtimes.items() if rt.live}

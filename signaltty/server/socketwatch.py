@@ -9,12 +9,21 @@ change it logs ``socket.replaced``, tells the person (a pane-less warning notifi
 at most every ``ALERT_EVERY_S``), removes whatever is at the path (in our own directory)
 and listens there again. Connections already open stay; the old listening socket is
 closed. A fight with a process that keeps re-taking the path is logged every time.
+
+It re-binds only in a directory it can trust: before each re-bind the directory must be
+private to us (our uid, mode 0700: the check the clients make, proto/trust.py) and
+either the one it bound in (``lstat`` and ``stat`` device and inode unchanged) or a real
+directory, not a symlink. A directory swapped for a symlink to another place, or made
+open to others, is logged (``socket.dir_untrusted``) and left alone: binding there would
+put the socket where others may reach it, or where clients refuse it (issue 10, fourth
+attack pass, N7).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +33,7 @@ import structlog
 
 from signaltty.core import rules
 from signaltty.core.ids import new_id
+from signaltty.proto.trust import private_dir_problem
 from signaltty.server.store import Store
 
 log = structlog.get_logger("signaltty.socket")
@@ -53,6 +63,16 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
+def _dir_identity(directory: Path) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """``(lstat, stat)`` (device, inode) pairs of ``directory``; None when it is missing or
+    cannot be examined."""
+    try:
+        link, real = os.lstat(directory), os.stat(directory)
+    except OSError:
+        return None
+    return (link.st_dev, link.st_ino), (real.st_dev, real.st_ino)
+
+
 class SocketWatch:
     """Watches one socket path and listens there again when it is taken.
 
@@ -71,6 +91,7 @@ class SocketWatch:
         self.store = store
         self.active = active
         self.bound = _identity(path)
+        self.directory = _dir_identity(path.parent)  # the one place we re-bind in
         self.replaced = 0  # times the path was found taken (server.status could show it)
         self._alerted_at = float("-inf")
         self._failing: str | None = None  # the last re-binding error, until one succeeds
@@ -102,6 +123,12 @@ class SocketWatch:
             self.replaced += 1
             log.warning("socket.replaced", socket=str(self.path), found=what, times=self.replaced)
             self._alert(what)
+        untrusted = self._directory_problem()
+        if untrusted is not None:
+            if untrusted != self._failing:
+                log.error("socket.dir_untrusted", socket=str(self.path), problem=untrusted)
+            self._failing = untrusted
+            return True
         try:
             if found is not None:
                 os.unlink(self.path)  # our own 0700 directory: whatever is there is not ours
@@ -117,6 +144,29 @@ class SocketWatch:
         self._failing = None
         log.warning("socket.rebound", socket=str(self.path))
         return True
+
+    def _directory_problem(self) -> str | None:
+        """Why the socket's directory may not hold our socket now, or None.
+
+        It must be private to us (uid, mode 0700) and either the very directory we bound in
+        or a real directory (not a symlink) made since, e.g. a runtime directory recreated
+        at the next login: that one is then remembered.
+        """
+        directory = self.path.parent
+        try:
+            link = os.lstat(directory)
+            problem = private_dir_problem(os.stat(directory), str(directory))
+        except OSError as exc:
+            return f"{directory} cannot be examined: {exc.strerror}"
+        if problem is not None:
+            return problem
+        found = _dir_identity(directory)
+        if found == self.directory:
+            return None
+        if stat.S_ISLNK(link.st_mode):
+            return f"{directory} is now a symlink to another directory"
+        self.directory = found
+        return None
 
     def _alert(self, what: str) -> None:
         now = time.monotonic()

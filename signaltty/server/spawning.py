@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from signaltty import __version__
-from signaltty.agents import codex_runtime, resume
+from signaltty.agents import codex_runtime, launch, resume
 from signaltty.agents.adapters import adapter_for
 from signaltty.agents.adapters.overlay import resolve_adapter
 from signaltty.agents.catalog import Catalog
@@ -33,6 +33,7 @@ from signaltty.server.config import Config
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.ports import CatalogSource, Hydration, Runtimes
 from signaltty.server.store import Store
+from signaltty.system import sdnotify
 from signaltty.term import pty as ptymod
 
 log = structlog.get_logger("signaltty.spawn")
@@ -55,23 +56,13 @@ RESERVED_ENV_KEYS = frozenset(
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # protocol.md §5 "Pane environment": inherited variables that never reach a pane.
-SCRUBBED_ENV = frozenset(
-    {
-        "LD_PRELOAD",
-        "LD_LIBRARY_PATH",
-        "DYLD_INSERT_LIBRARIES",
-        "DYLD_LIBRARY_PATH",
-        "NOTIFY_SOCKET",
-        "WATCHDOG_PID",
-        "WATCHDOG_USEC",
-        "LISTEN_FDS",
-        "LISTEN_PID",
-        "LISTEN_FDNAMES",
-        "INVOCATION_ID",
-        "JOURNAL_STREAM",
-        "SIGNALTTY_SOCKET",
-    }
-)
+SCRUBBED_ENV = sdnotify.SERVICE_MANAGER_ENV | {
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "DYLD_INSERT_LIBRARIES",
+    "DYLD_LIBRARY_PATH",
+    "SIGNALTTY_SOCKET",
+}
 
 KNOWN_HINTS = frozenset({"claude", "codex", "opencode", "cursor", "pi", "generic", "none"})
 
@@ -176,7 +167,12 @@ def _anchored(program: str, cwd: str) -> str:
 
 
 def _resume_cwd(pane: Pane) -> str:
-    """Where a resume starts: the launch directory while it exists, else the last cwd."""
+    """Where a resume starts: the directory the agent's hooks reported for the session while
+    it exists (a shell pane that ``cd``-ed before starting the agent; issue 11 item 11), else
+    the launch directory while it exists, else the last cwd."""
+    session = resume.usable_cwd(pane.agent.session_cwd)
+    if session is not None and os.path.isdir(session):
+        return session
     return pane.launch_cwd if os.path.isdir(pane.launch_cwd) else pane.cwd
 
 
@@ -272,6 +268,11 @@ class Spawner:
             integration=integration,
         )
         pane.agent.config_env = config_env
+        if not pane.agent.launch_prefix and pane.agent.catalog_id:
+            # bypass flags typed with the agent survive resume like a catalog launch's
+            entry = self.catalogs.catalog.entry(pane.agent.catalog_id)
+            if entry is not None:
+                pane.agent.launch_prefix = launch.typed_bypass(entry.launch.bypass_args, stored)
         store.panes[pane_id] = pane
         runtime = PaneRuntime(store, pane)
         self.runtimes[pane_id] = runtime

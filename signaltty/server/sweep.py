@@ -30,7 +30,7 @@ from signaltty.agents.process_name import SHELLS
 from signaltty.core import layer_rules
 from signaltty.core.model import Pane, iso
 from signaltty.core.screen_rules import ScreenRule, ScreenView, evaluate, priority_order, winner
-from signaltty.core.states import Authority
+from signaltty.core.states import Authority, Lifecycle
 from signaltty.server.config import Config
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.ports import CatalogSource, Runtimes
@@ -63,6 +63,10 @@ class PaneSweep:
     evidence_since: float | None = None
     # since when an ``ends_turn`` idle rule wins on a hooked working/blocked pane (issue 11)
     settle_since: float | None = None
+    # since when an idle winner would end a screen-driven turn or dialog (held IDLE_HOLD_S)
+    idle_since: float | None = None
+    # since when a ``when_hooked`` dialog wins on a hooked working pane (held DIALOG_HOLD_S)
+    dialog_since: float | None = None
     evaluations: int = 0
     # everything the outcome depends on, cheap to compare: an unchanged pane costs one compare
     stamp: tuple[Any, ...] | None = None
@@ -70,8 +74,16 @@ class PaneSweep:
 
     @property
     def timing(self) -> bool:
-        """A timer runs (recovery or settling): the pane is visited every tick."""
-        return self.evidence_since is not None or self.settle_since is not None
+        """A timer runs (recovery, settling, a held idle or dialog): visited every tick."""
+        return (
+            self.evidence_since is not None
+            or self.settle_since is not None
+            or self.idle_since is not None
+            or self.dialog_since is not None
+        )
+
+    def stop_timers(self) -> None:
+        self.evidence_since = self.settle_since = self.idle_since = self.dialog_since = None
 
 
 def _screen_view(pane: Pane, rows: list[str]) -> ScreenView:
@@ -251,6 +263,7 @@ class ScreenSweep:
             pane.hooked,
             status.get("state") if status else None,
             pane.lifecycle,
+            pane.lifecycle_since,  # blocked and back before a tick is a change too
             pane.pending_decision is None,
             rt.screen.size,
         )
@@ -261,7 +274,7 @@ class ScreenSweep:
         if st is None:
             st = self.state[pane.id] = PaneSweep()
         if not rt.live:
-            st.evidence_since = st.settle_since = None
+            st.stop_timers()
             st.stamp = None
             return
         if not st.timing:
@@ -279,16 +292,21 @@ class ScreenSweep:
         if not st.rules:
             st.evaluated = False
             st.winner = None
+            st.idle_since = st.dialog_since = None
             self._recovery(st, rt, now)
             return
         self._refresh_rows(st, rt)
         authority = pane.authority
         shadow = authority != Authority.SCREEN
         if shadow and not (
-            layer_rules.recovery_candidate(pane) or layer_rules.settle_candidate(pane)
+            layer_rules.recovery_candidate(pane)
+            or layer_rules.settle_candidate(pane)
+            or layer_rules.dialog_candidate(pane)
         ):
-            st.evidence_since = st.settle_since = None
+            st.stop_timers()
             return
+        if shadow:
+            st.idle_since = None
         progress = pane.osc_progress.get("raw") if pane.osc_progress else None
         view_key = (pane.title if pane.title_from_osc else None, progress, authority)
         if view_key != st.view_key or not st.evaluated:
@@ -302,22 +320,36 @@ class ScreenSweep:
             if timed_out:
                 self._note_timeouts(st.rules, timed_out, pane.id)
             if not shadow:
-                rule = st.rules[st.winner] if st.winner is not None else None
-                state = rule.state if rule is not None else None
-                fallback = rule is not None and rule.is_fallback
-                self.store.apply(
-                    layer_rules.on_screen_state(
-                        pane,
-                        state,
-                        now=now,
-                        fallback=fallback,
-                        message=rule.message if rule is not None else None,
-                    )
-                )
-                st.stamp = self._stamp(rt)  # the lifecycle just changed by our own hand
-                st.quick = None
+                self._apply_screen(st, rt, now)
+        elif not shadow and st.idle_since is not None:
+            self._apply_screen(st, rt, now)  # the same idle winner, still held
         if shadow:
             self._recovery(st, rt, now)
+
+    def _apply_screen(self, st: PaneSweep, rt: PaneRuntime, now: float) -> None:
+        """Apply the winner on a screen-authority pane; an idle winner that would end a turn
+        or dialog must hold ``IDLE_HOLD_S`` first (issue 11 item 11: a clear and redraw
+        mid-turn is no turn end)."""
+        pane = rt.pane
+        rule = st.rules[st.winner] if st.winner is not None else None
+        state = rule.state if rule is not None else None
+        if layer_rules.holds_idle(pane, state):
+            if st.idle_since is None:
+                st.idle_since = now
+            if now - st.idle_since < layer_rules.IDLE_HOLD_S:
+                return
+        st.idle_since = None
+        self.store.apply(
+            layer_rules.on_screen_state(
+                pane,
+                state,
+                now=now,
+                fallback=rule is not None and rule.is_fallback,
+                message=rule.message if rule is not None else None,
+            )
+        )
+        st.stamp = self._stamp(rt)  # the lifecycle just changed by our own hand
+        st.quick = None
 
     def _evidence(self, st: PaneSweep, pane: Pane) -> bool:
         if st.evaluated and st.winner is not None:
@@ -345,9 +377,39 @@ class ScreenSweep:
         self.store.apply(layer_rules.settle(pane, now=now))
         return True
 
+    def _hooked_dialog(self, st: PaneSweep, pane: Pane, now: float) -> bool:
+        """Issue 11 item 11: a ``when_hooked`` dialog (Cursor's "Run this command?") that wins
+        for ``DIALOG_HOLD_S`` after the last hook makes a hooked working pane blocked; once it
+        leaves the screen the pane works again. True when the pane changed."""
+        rule = st.rules[st.winner] if st.evaluated and st.winner is not None else None
+        dialog = rule is not None and rule.state == "blocked" and rule.when_hooked
+        if not layer_rules.dialog_candidate(pane):
+            st.dialog_since = None
+            return False
+        if pane.lifecycle == Lifecycle.BLOCKED:  # the screen made this hooked pane blocked
+            st.dialog_since = None
+            if rule is not None and rule.state == "blocked":
+                return False  # a dialog is still up (any blocked rule: states.md H16)
+            log.info("sweep.dialog_left", pane_id=pane.id)
+            self.store.apply(layer_rules.dialog_left(pane, now=now))
+            return True
+        if rule is None or not dialog:
+            st.dialog_since = None
+            return False
+        if st.dialog_since is None:
+            st.dialog_since = now
+        since = max(st.dialog_since, pane.last_signal_at or 0.0, pane.lifecycle_since or 0.0)
+        if now - since < layer_rules.DIALOG_HOLD_S:
+            return False
+        log.info("sweep.hooked_dialog", pane_id=pane.id, rule=rule.id)
+        st.dialog_since = st.evidence_since = st.settle_since = None
+        effects = layer_rules.on_screen_state(pane, "blocked", now=now, message=rule.message)
+        self.store.apply(effects)
+        return True
+
     def _recovery(self, st: PaneSweep, rt: PaneRuntime, now: float) -> None:
         pane = rt.pane
-        if self._settle(st, pane, now):
+        if self._hooked_dialog(st, pane, now) or self._settle(st, pane, now):
             return
         n = self.config.server.stuck_recovery_s
         if n <= 0 or not layer_rules.recovery_candidate(pane) or not self._evidence(st, pane):

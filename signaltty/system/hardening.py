@@ -100,10 +100,15 @@ def harden_daemon() -> list[str]:
             "processes may ptrace it"
         )
     scope = ptrace_scope()
-    if scope is None or scope == YAMA_CLASSIC:
-        state = "absent" if scope is None else "0 (classic)"
+    if scope is None:
         warnings.append(
-            f"Yama ptrace_scope is {state}: a pane process can ptrace any other process of "
-            "yours (not the daemon); set kernel.yama.ptrace_scope=1 to prevent it"
+            "this kernel has no Yama LSM: a pane process can ptrace any other process of "
+            "yours (not the daemon); a kernel with Yama and kernel.yama.ptrace_scope=1 "
+            "prevents it (docs/security.md)"
+        )
+    elif scope == YAMA_CLASSIC:
+        warnings.append(
+            "Yama ptrace_scope is 0 (classic): a pane process can ptrace any other process "
+            "of yours (not the daemon); set kernel.yama.ptrace_scope=1 to prevent it"
         )
     return warnings

@@ -23,7 +23,7 @@ from typing import IO, Any, Final, cast
 
 import structlog
 
-from signaltty.system import paths
+from signaltty.system import paths, statefile
 
 # desktop-and-service.md §10.2: rotated at 8 MiB, one `.1` kept.
 LOG_MAX_BYTES: Final = 8 * 1024 * 1024
@@ -51,9 +51,21 @@ _OWNED: Final = "_signaltty_owned"
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """A ``RotatingFileHandler`` whose files are always mode 0600, whatever the umask."""
 
+    moved_aside: list[str]  # what was at the log path and was moved aside (logged later)
+
     def _open(self) -> io.TextIOWrapper:
+        if not hasattr(self, "moved_aside"):
+            self.moved_aside = []
+
         def opener(path: str, flags: int) -> int:
-            fd = os.open(path, flags, _FILE_MODE)
+            # never blocks on a FIFO or follows a symlink planted at the log path (attack
+            # pass 4, N5): what is not a regular file is moved aside and the log recreated
+            try:
+                fd = statefile.open_regular(Path(path), flags, _FILE_MODE)
+            except statefile.NotRegularFile as exc:
+                aside = statefile.move_aside(Path(path))
+                self.moved_aside.append(f"{exc.strerror}; moved to {aside.name}")
+                fd = statefile.open_regular(Path(path), flags, _FILE_MODE)
             try:
                 os.fchmod(fd, _FILE_MODE)  # an existing file may be looser
             except OSError:
@@ -177,7 +189,7 @@ def configure_logging(
     handlers: list[logging.Handler] = [file_handler]
     rotated = Path(f"{log_path}.1")
     try:
-        if rotated.exists():
+        if rotated.is_file() and not rotated.is_symlink():  # never chmod a link's target
             os.chmod(rotated, _FILE_MODE)
     except OSError:
         pass
@@ -214,6 +226,8 @@ def configure_logging(
     log = get_logger("signaltty.logging")
     for message in warnings:
         log.warning("paths.state_dir_tightened", detail=message)
+    for message in getattr(file_handler, "moved_aside", ()):
+        log.warning("logging.file_not_regular", path=str(log_path), detail=message)
     return log_path
 
 

@@ -12,6 +12,22 @@ import os
 import socket
 from typing import Final
 
+# What the service manager sets for the daemon itself (sd_notify, watchdog, socket
+# activation, journal): a program the daemon starts must not inherit it, or it would talk
+# to systemd in the daemon's name (protocol.md §5 "Pane environment").
+SERVICE_MANAGER_ENV: Final = frozenset(
+    {
+        "NOTIFY_SOCKET",
+        "WATCHDOG_PID",
+        "WATCHDOG_USEC",
+        "LISTEN_FDS",
+        "LISTEN_PID",
+        "LISTEN_FDNAMES",
+        "INVOCATION_ID",
+        "JOURNAL_STREAM",
+    }
+)
+
 # Bound on a blocking send (seconds): the caller is the event loop thread, and systemd
 # normally drains its socket at once.
 _SEND_TIMEOUT_S: Final = 1.0

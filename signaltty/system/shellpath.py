@@ -113,17 +113,25 @@ def merge(current: str, found: str) -> tuple[str, list[str]]:
     return ":".join([*have, *added]), added
 
 
-async def hydrate(env: dict[str, str], *, timeout_s: float = TIMEOUT_S) -> Hydration:
-    """Run the probe and merge its PATH into ``env["PATH"]`` (``env`` is not modified).
+def _reads_rc_only_when_interactive(shell: str) -> bool:
+    """True for bash: a login bash reads ``~/.bash_profile`` (or ``~/.bash_login``,
+    ``~/.profile``) and never ``~/.bashrc``, which only an interactive non-login bash reads —
+    the shell of every terminal the person opens. zsh (``.zshrc``) and fish read theirs in a
+    login shell too."""
+    return os.path.basename(shell) == "bash"
 
-    Never raises: every failure gives ``state="failed"`` with the existing PATH.
+
+async def _probe(shell: str, flags: str, env: dict[str, str], timeout_s: float) -> str:
+    """Run ``shell flags _SCRIPT`` and return the PATH it printed.
+
+    Raises:
+        _ProbeFailed: the shell could not start, did not answer within ``timeout_s`` (its
+            whole process group is killed) or printed no delimited PATH; the message says which.
     """
-    current = env.get("PATH", os.defpath)
-    shell = login_shell(env)
     try:
         proc = await asyncio.create_subprocess_exec(
             shell,
-            "-ilc",
+            flags,
             _SCRIPT,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
@@ -132,7 +140,7 @@ async def hydrate(env: dict[str, str], *, timeout_s: float = TIMEOUT_S) -> Hydra
             env={**env, "SIGNALTTY_PATH_PROBE": "1"},
         )
     except OSError as exc:
-        return Hydration("failed", current, reason=f"cannot start {shell}: {exc.strerror}")
+        raise _ProbeFailed(f"cannot start {shell}: {exc.strerror}") from None
     try:
         assert proc.stdout is not None
         out = await asyncio.wait_for(read_delimited(proc.stdout), timeout_s)
@@ -140,7 +148,7 @@ async def hydrate(env: dict[str, str], *, timeout_s: float = TIMEOUT_S) -> Hydra
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
         await _reap(proc)
-        return Hydration("failed", current, reason=f"{shell} did not answer within {timeout_s:g} s")
+        raise _ProbeFailed(f"{shell} did not answer within {timeout_s:g} s") from None
     finally:
         if proc.returncode is None:
             with contextlib.suppress(OSError):
@@ -149,10 +157,43 @@ async def hydrate(env: dict[str, str], *, timeout_s: float = TIMEOUT_S) -> Hydra
     found = parse(out)
     if found is None:
         code = proc.returncode
-        return Hydration(
-            "failed",
-            current,
-            reason=f"{shell} printed no PATH" + (f" (exit {code})" if code is not None else ""),
+        raise _ProbeFailed(
+            f"{shell} printed no PATH" + (f" (exit {code})" if code is not None else "")
         )
-    merged, added = merge(current, found)
+    return found
+
+
+class _ProbeFailed(Exception):
+    """One probe gave no PATH; ``str(exc)`` is the reason shown in ``server.status``."""
+
+
+async def hydrate(env: dict[str, str], *, timeout_s: float = TIMEOUT_S) -> Hydration:
+    """Run the probe and merge its PATH into ``env["PATH"]`` (``env`` is not modified).
+
+    For bash a second probe, ``bash -ic`` (interactive, not login: what a terminal runs), runs
+    at the same time, so what ``~/.bashrc`` adds is found even when ``~/.bash_profile`` does
+    not source it (issue 11 item 11). Both share the one ``timeout_s`` limit; the login
+    shell's PATH is merged first, then what only the interactive shell adds. One probe
+    failing is enough to go on with the other.
+
+    Never raises: every failure gives ``state="failed"`` with the existing PATH.
+    """
+    current = env.get("PATH", os.defpath)
+    shell = login_shell(env)
+    flags = ["-ilc", "-ic"] if _reads_rc_only_when_interactive(shell) else ["-ilc"]
+    results = await asyncio.gather(
+        *(_probe(shell, f, env, timeout_s) for f in flags), return_exceptions=True
+    )
+    merged, added = current, list[str]()
+    reason: str | None = None
+    for result in results:
+        if isinstance(result, _ProbeFailed):
+            reason = reason or str(result)
+            continue
+        if isinstance(result, BaseException):
+            raise result
+        merged, more = merge(merged, result)
+        added += more
+    if all(isinstance(r, BaseException) for r in results):
+        return Hydration("failed", current, reason=reason)
     return Hydration("done", merged, added)

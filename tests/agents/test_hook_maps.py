@@ -204,6 +204,55 @@ def test_too_many_rules_refused_before_validating_them(tmp_path):
     assert exc.value.error == f"[[hooks.rule]]: too many rules (257, max {MAX_HOOK_RULES})"
 
 
+# Attack pass 4, N9: a known table given the wrong type, or a top-level table name that TOML
+# put inside the table before it (``hooks = 5`` after ``[agent]`` is ``[agent] hooks``).
+_AGENT = '[agent]\nkind = "generic"\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("hooks = 5\n" + _AGENT, "[hooks]: must be a table"),
+        ("hooks = []\n" + _AGENT, "[hooks]: must be a table"),
+        ("session = 5\n" + _AGENT, "[session]: must be a table"),
+        ('launch = "x"\n' + _AGENT, "[launch]: must be a table"),
+        ("agent = 5\n", "[agent]: must be a table"),
+        ("title_status = 5\n" + _AGENT, "[title_status]: must be a table"),
+        ("lifecycle = 5\n" + _AGENT, "[lifecycle]: must contain [lifecycle.<Event>] tables"),
+        ("lifecycle = { Stop = 5 }\n" + _AGENT, "[lifecycle.Stop]: must be a table"),
+        ("screen = 5\n" + _AGENT, "[[screen]]: must be an array of tables"),
+        (_AGENT + '[screen]\nname = "a"\n', "[[screen]]: must be an array of tables"),
+        (_AGENT + '[hooks.rule]\nevent = "E"\n', "[[hooks.rule]]: must be an array of tables"),
+        (_AGENT + "[hooks]\nrule = [5]\n", "[[hooks.rule]] #1: must be a table"),
+        (_AGENT + "[launch]\nprompt = 5\n", "[launch] prompt:"),
+        (_AGENT + "[session]\ndiscover = 5\n", "[session] discover:"),
+        # the report's file: `hooks = 5` written last lands in [agent]
+        (_AGENT + "hooks = 5\n", "[agent] hooks: 'hooks' is a top-level table"),
+        (_AGENT + "[launch]\nsession = { keys = [] }\n", "[launch] session: 'session' is a top"),
+        (_AGENT + '[session]\nscreen = "x"\n', "[session] screen: 'screen' is a top-level"),
+        (_AGENT + "[hooks]\nlifecycle = 1\n", "[hooks] lifecycle: 'lifecycle' is a top-level"),
+        (
+            _AGENT + '[[hooks.rule]]\nevent = "E"\nhooks = 1\n',
+            "[[hooks.rule]] #1 hooks: 'hooks' is a top-level table",
+        ),
+        (
+            _AGENT + '[lifecycle.Stop]\nmessage = "m"\nsession = 1\n',
+            "[lifecycle.Stop] session: 'session' is a top-level table",
+        ),
+    ],
+)
+def test_misplaced_or_mistyped_tables_are_refused(tmp_path, text, error):
+    path = write(tmp_path, "x.toml", text)
+    with pytest.raises(ManifestError) as exc:
+        load_manifest(path, "user")
+    assert error in exc.value.error
+
+
+def test_lifecycle_key_of_a_rule_is_still_allowed(tmp_path):
+    text = _AGENT + '[[hooks.rule]]\nevent = "E"\nlifecycle = "done"\n'
+    assert load_manifest(write(tmp_path, "x.toml", text), "user").hooks is not None
+
+
 def test_session_keys_must_be_paths(tmp_path):
     path = write(tmp_path, "x.toml", '[agent]\nkind = "generic"\n[session]\nkeys = ["a.", "b"]\n')
     with pytest.raises(ManifestError) as exc:

@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 
+from signaltty.proto import trust
 from tests.conftest import wait_until
 from tests.desktop.busfix import NotificationServer
 from tests.server.test_hooks_e2e import _permission_agent
@@ -108,7 +109,9 @@ def test_stale_press_on_superseded_decision_leaves_the_newer_one_pending(
                 "--wait-timeout",
                 "60",
             ],
-            env=ddaemon.env,
+            # outside every pane with an explicit --pane: it names its daemon, or no
+            # verdict is obeyed (docs/security.md, attack pass 4, N1)
+            env={**ddaemon.env, trust.DAEMON_ENV: trust.identity_token(ddaemon.proc.pid)},
             stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

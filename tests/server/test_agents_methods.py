@@ -116,6 +116,10 @@ def test_list_shows_bundled_user_and_failures(agents_daemon: DaemonProc) -> None
     assert "user" in out.stdout
     assert "unknown region 'bottm'" in out.stdout
     assert json.loads(d.cli("--json", "agents", "list").stdout) == r
+    # a reload with a failed file is applied, listed, and exits 1 for scripts
+    out = d.cli("agents", "reload")
+    assert out.returncode == 1, out.stderr
+    assert "unknown region 'bottm'" in out.stdout
 
 
 def test_reload_swaps_and_emits_event(agents_daemon: DaemonProc) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from signaltty.proto import trust
 from signaltty.proto.envelope import SignalttyError
 from tests.conftest import DaemonProc, wait_until
 from tests.server.test_hooks_e2e import Agent, hook
@@ -32,11 +33,16 @@ class Reporter:
     def __init__(self, d: DaemonProc, pane_id: str, timeout: float = 30, command: str = "ls") -> None:
         payload = d.root / f"payload-{time.monotonic_ns()}.json"
         payload.write_text(json.dumps({"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": command}}))
+        # run from outside every pane with an explicit --pane (the person's manual flow): a
+        # verdict is obeyed only from a server proven to be the daemon, which this process
+        # does not descend from, so it names it (docs/security.md, fourth attack pass, N1)
+        assert d.proc is not None
+        env = {**d.env, trust.DAEMON_ENV: trust.identity_token(d.proc.pid)}
         with open(payload, "rb") as stdin:
             self.proc = subprocess.Popen(
                 ["signaltty", "hook-event", "--agent", "claude", "--event", "PermissionRequest",
                  "--payload-stdin", "--wait-for-answer", "--wait-timeout", str(timeout), "--pane", pane_id],
-                stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=d.env, text=True,
+                stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
             )
 
     def result(self, timeout: float = 60) -> tuple[int, str, str]:

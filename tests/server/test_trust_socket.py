@@ -32,6 +32,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from signaltty.proto import trust
 from signaltty.proto.client import AsyncClient, Client, UntrustedServer
 from tests.conftest import REPO
 
@@ -316,7 +317,10 @@ def test_reporter_talks_to_its_own_server(users):
     os.chown(directory, victim.uid, victim.gid)
     server = FakeServer(victim, directory / "signaltty.sock")
     try:
-        r = run_as(victim, HOOK, env={"SIGNALTTY_PANE": "pane_x"}, stdin=PERMISSION_PAYLOAD)
+        # named as the reporter's daemon: a verdict is obeyed only from a server proven to
+        # be it ($SIGNALTTY_DAEMON, or an ancestor: fourth attack pass, N1)
+        env = {"SIGNALTTY_PANE": "pane_x", trust.DAEMON_ENV: trust.identity_token(server.proc.pid)}
+        r = run_as(victim, HOOK, env=env, stdin=PERMISSION_PAYLOAD)
         assert r.returncode == 0, r
         assert '"behavior":"allow"' in r.stdout
         accepted, received = server.report()

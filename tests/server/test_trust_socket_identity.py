@@ -67,7 +67,8 @@ while True:
         c.close()
         continue
     with open(log, "a") as fh:
-        fh.write(json.dumps({"method": req.get("method")}) + "\n")
+        fh.write(json.dumps({"method": req.get("method"),
+                             "wait": (req.get("params") or {}).get("wait_for_answer")}) + "\n")
     result = {"native_verdict": verdict, "lifecycle": "working", "attention": "none"}
     c.sendall((json.dumps({"id": req.get("id"), "ok": True, "result": result}) + "\n").encode())
     c.close()
@@ -368,7 +369,7 @@ def test_the_daemon_is_not_dumpable_and_panes_are(daemon: DaemonProc, tmp_root: 
     assert hardening["ptrace_scope"] == scope
     if scope in ("absent", 0):
         assert "hardening.warning" in d.stderr()
-        assert "Yama ptrace_scope is" in d.stderr()
+        assert ("Yama ptrace_scope is" if scope == 0 else "no Yama LSM") in d.stderr()
     # a program in a pane is dumpable again (execve resets the flag): debuggable as usual
     out = tmp_root / "dumpable"
     probe = (
@@ -446,3 +447,170 @@ def test_a_same_uid_process_cannot_trace_the_daemon(tmp_root: Path) -> None:
     finally:
         d.stop()
         d.kill_leftovers()
+
+
+# ------------------------------------------------------ fourth attack pass: N1, N6, N7
+
+
+def _fake_requests(log: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+
+
+def _outside_env(d: DaemonProc) -> dict[str, str]:
+    """An agent's environment in an ordinary terminal: hooks installed, no pane, no daemon."""
+    return {k: v for k, v in d.env.items() if k not in (trust.DAEMON_ENV, "SIGNALTTY_PANE")}
+
+
+def _kill_fake(log: Path) -> None:
+    ready = Path(f"{log}.ready")
+    if ready.exists():
+        with suppress(ProcessLookupError):
+            os.kill(int(ready.read_text()), signal.SIGKILL)
+
+
+def test_an_agent_outside_panes_takes_no_verdict_from_a_server_on_the_socket(
+    daemon: DaemonProc, tmp_root: Path
+) -> None:
+    """N1: hooks installed globally, the agent in an ordinary terminal (no
+    ``$SIGNALTTY_DAEMON``); a pane process holds the socket path and answers "allow". The
+    reporter may report the state, but it neither waits for nor prints a verdict."""
+    d = daemon
+    fake = tmp_root / "fake.py"
+    fake.write_text(FAKE)
+    log, trigger = tmp_root / "fake.log", tmp_root / "go"
+    _spawn(d, [sys.executable, str(fake), str(log), str(trigger)], "attacker")
+    try:
+        with _stopped(d):
+            trigger.touch()
+            wait_until(lambda: Path(f"{log}.ready").exists(), 20, what="the fake listening")
+            for args in (("--payload-stdin",), ("--payload-stdin", "--json")):
+                r = _reporter(
+                    _outside_env(d),
+                    "--event",
+                    "PermissionRequest",
+                    "--wait-for-answer",
+                    "--wait-timeout",
+                    "5",
+                    *args,
+                    payload=PERMISSION,
+                )
+                assert (r.returncode, r.stdout) == (0, ""), r  # the agent asks by itself
+                lines = r.stderr.splitlines()
+                assert len(lines) == 1, r.stderr
+                assert lines[0].startswith("signaltty: not waiting for an answer: "), lines
+                assert "is not a signaltty daemon this process runs under" in lines[0]
+            # it reported the state only: the fake was never asked to wait
+            seen = _fake_requests(log)
+            assert [(q["method"], q["wait"]) for q in seen] == [("hook-event", None)] * 2, seen
+    finally:
+        _kill_fake(log)
+
+
+def _pane_reporter_script(tmp_root: Path, name: str, *, wait_for: Path | None = None) -> Path:
+    """A shell script for a pane: an agent whose hook runner drops ``$SIGNALTTY_DAEMON``
+    (N6: ``env -u``, as a wrapper or a sanitising hook runner would) runs its
+    PermissionRequest hook; rc, stdout and stderr land next to the returned path."""
+    out = tmp_root / name
+    (tmp_root / f"{name}.json").write_text(json.dumps(PERMISSION))
+    gate = f"while [ ! -e {wait_for} ]; do sleep 0.05; done; " if wait_for else ""
+    script = tmp_root / f"{name}.sh"
+    script.write_text(
+        f"{gate}env -u {trust.DAEMON_ENV} signaltty hook-event --agent claude "
+        "--event PermissionRequest --payload-stdin --wait-for-answer --wait-timeout 30 "
+        f"<{out}.json >{out}.out 2>{out}.err; echo $? >{out}.rc; exec sleep 600\n"
+    )
+    return out
+
+
+def _script_result(out: Path, timeout: float = 40) -> tuple[int, str, str]:
+    rc = wait_until(
+        lambda: (Path(f"{out}.rc").exists() and Path(f"{out}.rc").read_text().strip()) or None,
+        timeout,
+        what="the pane's reporter",
+    )
+    return int(rc), Path(f"{out}.out").read_text(), Path(f"{out}.err").read_text()
+
+
+def test_a_pane_agent_without_the_daemon_variable_ignores_a_server_on_the_socket(
+    daemon: DaemonProc, tmp_root: Path
+) -> None:
+    """N6: inside a pane, but ``$SIGNALTTY_DAEMON`` removed from the reporter's environment:
+    the server holding the path is no ancestor of the reporter, so no verdict."""
+    d = daemon
+    fake = tmp_root / "fake.py"
+    fake.write_text(FAKE)
+    log, trigger, go = tmp_root / "fake.log", tmp_root / "go", tmp_root / "go-agent"
+    _spawn(d, [sys.executable, str(fake), str(log), str(trigger)], "attacker")
+    out = _pane_reporter_script(tmp_root, "agent", wait_for=go)
+    _spawn(d, ["sh", str(tmp_root / "agent.sh")], "victim")
+    try:
+        with _stopped(d):
+            trigger.touch()
+            wait_until(lambda: Path(f"{log}.ready").exists(), 20, what="the fake listening")
+            go.touch()
+            rc, stdout, stderr = _script_result(out)
+            assert (rc, stdout) == (0, ""), (rc, stdout, stderr)
+            assert "not waiting for an answer" in stderr, stderr
+            assert [q["wait"] for q in _fake_requests(log)] == [None]
+    finally:
+        _kill_fake(log)
+
+
+def test_a_pane_agent_without_the_daemon_variable_still_gets_its_verdict(
+    daemon: DaemonProc, tmp_root: Path
+) -> None:
+    """The ancestor rule costs a pane agent nothing: with ``$SIGNALTTY_DAEMON`` removed, its
+    reporter finds the daemon among its ancestors and prints the person's answer."""
+    d = daemon
+    out = _pane_reporter_script(tmp_root, "agent")
+    pane = _spawn(d, ["sh", str(tmp_root / "agent.sh")], "agent")
+
+    def pending() -> object:
+        return (d.call("pane.get", {"pane_id": pane})["pane"]["pending_decision"] or {}).get("id")
+
+    wait_until(pending, 30, what="the pending decision")
+    d.call("decision.answer", {"pane_id": pane, "verdict": "allow"})
+    rc, stdout, stderr = _script_result(out)
+    assert rc == 0, (stdout, stderr)
+    verdict = json.loads(stdout)["hookSpecificOutput"]["decision"]["behavior"]
+    assert verdict == "allow", stdout
+
+
+def test_the_ancestor_walk_reads_this_process_chain(tmp_root: Path) -> None:
+    chain = trust.ancestors()
+    assert chain[0] == (os.getppid(), trust.process_start_ticks(os.getppid()))
+    assert [pid for pid, _ in chain] == [p.pid for p in psutil.Process().parents()][: len(chain)]
+
+
+@pytest.mark.parametrize("target_mode", [0o700, 0o777], ids=oct)
+def test_the_socket_watch_does_not_rebind_through_a_symlinked_directory(
+    tmp_root: Path, target_mode: int
+) -> None:
+    """N7: the socket's directory swapped for a symlink (to a private directory, or one
+    open to all): the daemon logs it and binds nothing there; once its directory is back
+    it serves at its path again."""
+    d = DaemonProc(tmp_root)
+    sockdir = tmp_root / "sd"
+    sockdir.mkdir(mode=0o700)
+    d.socket = str(sockdir / "s.sock")
+    d.env["SIGNALTTY_SOCKET"] = d.socket
+    d.start()
+    try:
+        target = tmp_root / "elsewhere"
+        target.mkdir()
+        os.chmod(target, target_mode)
+        sockdir.rename(tmp_root / "sd.old")
+        sockdir.symlink_to(target)
+        wait_until(lambda: "socket.dir_untrusted" in d.stderr(), 20, what="the refusal")
+        holds_for(lambda: not any(target.iterdir()), 2.5, what="nothing bound in the target")
+        assert d.stderr().count("socket.dir_untrusted") == 1  # logged once, not every round
+        assert "socket.rebound" not in d.stderr()
+        sockdir.unlink()
+        (tmp_root / "sd.old").rename(sockdir)  # the directory and the socket it bound
+        wait_until(lambda: _real_status(d), 20, what="the daemon reachable at its path")
+    finally:
+        if sockdir.is_symlink():
+            sockdir.unlink()
+            (tmp_root / "sd.old").rename(sockdir)
+        d.stop()
+        assert not d.kill_leftovers()

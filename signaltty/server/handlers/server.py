@@ -57,6 +57,8 @@ class ServerHandlers:
                 "enabled": cfg.notifications.enabled,
                 "mode": cfg.notifications.mode,
                 "available": bool(d.notifier is not None and d.notifier.available),
+                # why not, in the notifier's words (no session bus, no server, refused …)
+                "reason": d.notifier.reason if d.notifier is not None else None,
             },
             "dbus": {
                 "enabled": cfg.dbus.enabled,
