@@ -224,6 +224,24 @@ def shrink_payload(payload: Any, limit: int) -> Any:
     return out
 
 
+# What a hook sent to a server that is not provably our daemon may carry: the session and
+# the event, nothing of the tool call (no tool_name, tool_input, message or transcript path).
+STATE_KEYS = ("session_id", "hook_event_name", "turn_id")
+
+
+def state_only(payload: Any) -> Any:
+    """A hook payload reduced to ``STATE_KEYS`` (short strings only), for a server whose
+    verdict the reporter will not obey: the state report stays, what the agent is about to
+    run does not leave the process. ``None`` for anything but an object."""
+    if not isinstance(payload, dict):
+        return None
+    return {
+        k: payload[k]
+        for k in STATE_KEYS
+        if isinstance(payload.get(k), str) and len(payload[k]) <= 1024
+    }
+
+
 SESSION_SPEC = {
     "--pane": "value",
     "--session": "value",
@@ -294,8 +312,11 @@ def _send(
         # an ordinary terminal, or a cleaned environment): report the state only, never wait
         # for or print a verdict; the agent asks in its own terminal (issue 10, pass 4, N1/N6).
         # The real daemon drops a verdict for a reporter outside panes anyway.
+        # Nor does it tell that server what the agent is about to do: the payload shrinks to
+        # the fields that name the session and the event (attack pass 5, L2).
         _err(f"not waiting for an answer: {problem}; the agent asks in its own terminal")
         params = {k: v for k, v in params.items() if k not in ("wait_for_answer", "wait_timeout_s")}
+        params["payload"] = state_only(params.get("payload"))
     try:
         client.send(method, params)
         msg = client.read_message(

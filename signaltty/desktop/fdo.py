@@ -38,6 +38,15 @@ sender of a signal and the reply's sender of ``Notify``, so it cannot apply this
    (issue 10, fourth attack pass, N3): its presses run nothing, it is logged
    (``notify.tampered``) and ``on_tampered(id)`` lets the notifier withdraw it and post a
    fresh one. A bus that allows neither is logged once (``notify.tamper_detection_off``).
+   The watch and our replies come on two connections, so a replacement sent as soon as
+   our ``Notify`` shows on the bus (its id predicted: servers count up) can be seen
+   before we have read the id it replaces (fifth attack pass, H2). A foreign ``Notify``
+   naming an id we do not know yet is therefore kept for ``EARLY_S`` seconds (at most
+   ``MAX_EARLY``, the oldest go first), and an id our reply brings that such a call
+   already named is tampered from the start. ``on_tampered`` runs only once
+   :meth:`FdoNotifications.notify` has returned the id, so the caller knows it. The
+   first ``Notify`` waits (up to ``WATCH_WAIT_S``) until the watch is on or known off:
+   one sent before would not be watched at all.
    Limit: a same-uid monitor can read the keys of our own ``Notify``, so detection, not
    the keys' secrecy, is what guards a replaced notification; that program could also
    drive the person's session in other ways (docs/security.md).
@@ -101,6 +110,10 @@ MAX_LOGGED_PER_SENDER: Final = 10  # ignored signals logged per sender (a flood 
 MAX_TRACKED_SENDERS: Final = 256
 MAX_UID_CACHE: Final = 64
 MAX_SENT: Final = 512  # notifications remembered for their buttons (the oldest go first)
+# foreign Notify calls naming an id not (yet) ours, kept for a reply read later (step 5, H2)
+EARLY_S: Final = 30.0
+MAX_EARLY: Final = 1024
+WATCH_WAIT_S: Final = 1.0  # the first Notify waits this long for the watch to be on
 
 URGENCY: Final = {"low": 0, "normal": 1, "critical": 2}
 SOUND_NAME: Final = "message-new-instant"  # freedesktop sound naming spec
@@ -154,6 +167,7 @@ class _Sent:
     acted: bool = False  # an action ran; only the withdrawal is left
     keys: dict[str, str] | None = None  # key on the wire → key the caller offered
     tampered: bool = False  # another program replaced it by id: presses run nothing
+    returned: bool = False  # notify() gave the id to its caller: on_tampered may name it
 
 
 def wire_key(key: str) -> str:
@@ -189,9 +203,15 @@ class FdoNotifications:
         # tamper watch (module docstring, step 5): a live id of ours replaced by another
         # sender → on_tampered(id), set by the notifier
         self.on_tampered: Callable[[int], None] | None = None
+        # replaces_id → (sender, monotonic s) of foreign Notify calls naming an id we had
+        # not recorded when the watch read them (module docstring, step 5, H2)
+        self._early: dict[int, tuple[str, float]] = {}
         self.watching: str | None = None  # "monitor", "eavesdrop" or None (off)
         self._watch_conn: DBusConnection | None = None
         self._watch_reader: asyncio.Task[None] | None = None
+        # set once the watch is on (or known to be off): a Notify sent before would go
+        # unwatched, and a replacement sent at once would be missed (fifth attack pass, H2)
+        self._watch_settled = asyncio.Event()
 
     # ---------------------------------------------------------------- connection
 
@@ -228,16 +248,19 @@ class FdoNotifications:
                 conn = await _open_session_bus()
         except Exception as exc:  # noqa: BLE001 - the notifications still work without it
             _tamper_detection_off(f"no second bus connection: {type(exc).__name__}")
+            self._watch_settled.set()
             return
         self._watch_conn = conn
         try:
             mode = await self._become_watcher(conn)
+            self._watch_settled.set()
             if mode is None:
                 return
             self.watching = mode
             log.info("notify.tamper_watch", mode=mode)
             await self._watch(conn)
         finally:
+            self._watch_settled.set()
             self.watching = None
             with contextlib.suppress(Exception):
                 conn.writer.close()
@@ -294,17 +317,47 @@ class FdoNotifications:
         sender = str(fields.get(HeaderFields.sender) or "")
         ours = getattr(self._conn, "unique_name", None)
         replaces = msg.body[1]
-        sent = self._sent.get(replaces) if isinstance(replaces, int) and replaces else None
-        if sent is None or sender == ours or sent.tampered or sent.acted:
+        if not isinstance(replaces, int) or not replaces or sender == ours:
+            return
+        sent = self._sent.get(replaces)
+        if sent is None:
+            # maybe an id whose reply we have not read yet (H2): kept for the reply
+            self._early.pop(replaces, None)
+            if len(self._early) >= MAX_EARLY:
+                del self._early[next(iter(self._early))]
+            self._early[replaces] = (sender, asyncio.get_running_loop().time())
+            return
+        self._mark_tampered(replaces, sent, sender)
+
+    def _mark_tampered(self, nid: int, sent: _Sent, sender: str) -> None:
+        """``nid`` was replaced by ``sender``: presses run nothing; logged; the caller is
+        told once it knows the id (``sent.returned``), else by :meth:`notify`."""
+        if sent.tampered or sent.acted:
             return
         sent.tampered = True
-        log.warning("notify.tampered", notification_id=replaces, sender=sender[:64],
+        log.warning("notify.tampered", notification_id=nid, sender=sender[:64],
                     server=sent.server)
+        if sent.returned:
+            self._tell_tampered(nid)
+
+    def _tell_tampered(self, nid: int) -> None:
         if self.on_tampered is not None:
             try:
-                self.on_tampered(replaces)
+                self.on_tampered(nid)
             except Exception:  # noqa: BLE001 - a callback must not end the watch
-                log.exception("notify.tamper_callback_failed", notification_id=replaces)
+                log.exception("notify.tamper_callback_failed", notification_id=nid)
+
+    def _early_sender(self, nid: int) -> str | None:
+        """Who named ``nid`` in a ``Notify`` before we knew it was ours, within ``EARLY_S``
+        seconds (the entry is used up); else None."""
+        now = asyncio.get_running_loop().time()
+        while self._early:  # oldest first: drop the expired
+            first = next(iter(self._early))
+            if now - self._early[first][1] <= EARLY_S:
+                break
+            del self._early[first]
+        seen = self._early.pop(nid, None)
+        return None if seen is None else seen[0]
 
     def disconnect(self) -> None:
         """Close the connection (idempotent); pending calls fail, ids are forgotten."""
@@ -315,6 +368,7 @@ class FdoNotifications:
             self._reader = None
         self._fail_pending(ConnectionError("notification bus connection closed"))
         self._sent.clear()
+        self._early.clear()
         for task in list(self._closing):
             task.cancel()
         if conn is not None:
@@ -521,6 +575,10 @@ class FdoNotifications:
         wired = dict(zip(keys.values(), keys.keys(), strict=True))  # key → its wire key
         flat = [part for key, label in actions for part in (wired[key], label)]
         server = target.unique_name
+        if not self._watch_settled.is_set():  # the first send after open(): see __init__
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(WATCH_WAIT_S):
+                    await self._watch_settled.wait()
 
         def register(msg: Message) -> None:
             if (
@@ -531,7 +589,11 @@ class FdoNotifications:
             ):
                 if len(self._sent) >= MAX_SENT:  # servers that never report a close
                     del self._sent[next(iter(self._sent))]
-                self._sent[msg.body[0]] = _Sent(server, on_action, keys=keys)
+                nid = msg.body[0]
+                sent = self._sent[nid] = _Sent(server, on_action, keys=keys)
+                early = self._early_sender(nid)
+                if early is not None:  # replaced before we read its id (step 5, H2)
+                    self._mark_tampered(nid, sent, early)
 
         reply = await self._call(
             _server(server),
@@ -541,8 +603,12 @@ class FdoNotifications:
             on_reply=register,
         )
         nid = int(reply.body[0])
-        if nid not in self._sent:  # a reply from elsewhere cannot happen on a real bus
+        sent = self._sent.get(nid)
+        if sent is None:  # a reply from elsewhere cannot happen on a real bus
             raise ConnectionError("the Notify reply did not come from the notification server")
+        sent.returned = True
+        if sent.tampered:  # after our caller has recorded the id it is given now
+            asyncio.get_running_loop().call_soon(self._tell_tampered, nid)
         return nid
 
     async def close_notification(self, nid: int) -> None:

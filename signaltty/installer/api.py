@@ -17,6 +17,10 @@ from signaltty.installer.errors import InstallError
 from signaltty.installer.homes import PROVIDERS, provider_root
 from signaltty.installer.report import Report
 from signaltty.installer.safefile import LOCK_TIMEOUT_S
+from signaltty.system.statefile import read_bounded
+
+# the daemon's bound for one manifest (agents/manifest_loader.py MAX_MANIFEST_BYTES)
+MAX_MANIFEST_BYTES: Final = 1 << 20
 
 MODULES: Final[Mapping[str, ModuleType]] = {
     "claude": claude,
@@ -102,6 +106,10 @@ def status(
 def manifests(directory: Path) -> list[dict[str, Any]]:
     """The user detection manifests in ``directory`` (``*.toml``), broken ones included.
 
+    Each file is read as the daemon's loader reads it: never blocking (a FIFO is refused
+    at once, fifth attack pass, L1), at most ``MAX_MANIFEST_BYTES``, a symlink to a
+    regular file followed.
+
     Returns:
         ``[{name, manifest: {file, kind, ok: true}}]`` or ``{file, ok: false, error}``,
         sorted by name.
@@ -114,8 +122,12 @@ def manifests(directory: Path) -> list[dict[str, Any]]:
     for file in files:
         entry: dict[str, Any] = {"file": str(file)}
         try:
-            data = tomllib.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            # resolved first: the reader refuses a final symlink, the daemon follows it
+            raw = read_bounded(file.resolve(strict=True), MAX_MANIFEST_BYTES)
+            data = tomllib.loads(raw.decode("utf-8"))
+        except OSError as exc:  # its message names the file (the entry does too)
+            entry.update(ok=False, error=exc.strerror or str(exc))
+        except (RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
             entry.update(ok=False, error=str(exc))
         else:
             kind = data.get("kind", "generic")

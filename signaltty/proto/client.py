@@ -121,7 +121,8 @@ class Client:
     def verdict_problem(self) -> str | None:
         """Why a verdict from this server must not be obeyed, or None when it may be
         (:func:`signaltty.proto.trust.verdict_source_problem`: ``$SIGNALTTY_DAEMON``, or else
-        the server is one of this process's ancestors). Raises nothing."""
+        the server is one of this process's ancestors, still alive with that pid). Raises
+        nothing."""
         return trust.verdict_source_problem(self._sock, self.path)
 
     def __enter__(self) -> Client:

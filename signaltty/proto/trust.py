@@ -13,7 +13,9 @@ A client proves, before sending a byte, that the socket belongs to its own daemo
 
 A reporter that is about to obey a verdict asks one thing more
 (:func:`verdict_source_problem`): without ``$SIGNALTTY_DAEMON`` the server must be one of its
-own ancestors, so an agent outside every pane never obeys whatever holds the socket path.
+own ancestors, so an agent outside every pane never obeys whatever holds the socket path;
+and the process that listens must still be alive with that pid (its pidfd), since a dead
+listener's pid may have been taken by one of those ancestors.
 
 The second check is the one that holds against races (a directory swapped between the
 ``stat`` and the ``connect``); the first refuses a foreign ``/tmp/signaltty-<uid>`` before
@@ -30,6 +32,7 @@ its third attack pass, A8 (a socket re-bound from a pane).
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import stat
@@ -378,6 +381,99 @@ def daemon_identity_problem(
     return None
 
 
+# asm-generic/socket.h (Linux ≥ 6.5); Python 3.11's socket module lacks the name. A copy of
+# signaltty.system.procref's constant: proto must not import system.
+_SO_PEERPIDFD = 77
+_FDINFO_READ = 4096  # /proc/self/fdinfo/<pidfd> is a few short lines
+
+
+def _peer_pidfd(sock: socket.socket) -> int | None:
+    """A pidfd for the process that called ``listen`` on the server's socket.
+
+    Returns:
+        The fd (the caller closes it), or None when the kernel (< 6.5) or the platform has
+        no ``SO_PEERPIDFD`` (``ENOPROTOOPT``; any error on a platform without ``/proc``).
+
+    Raises:
+        OSError: the kernel has the option but gives no pidfd (older 6.x kernels refuse one,
+            ``EINVAL``/``ESRCH``, for a process that has exited and been reaped).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fd = int(sock.getsockopt(socket.SOL_SOCKET, _SO_PEERPIDFD))
+    except OSError as exc:
+        if exc.errno in (errno.ENOPROTOOPT, errno.EOPNOTSUPP):
+            return None
+        raise
+    if fd < 0:
+        raise OSError(errno.ESRCH, "no pidfd")
+    os.set_inheritable(fd, False)
+    return fd
+
+
+def _pidfd_pid(fd: int) -> int | None:
+    """The pid a pidfd names now (``Pid:`` of ``/proc/self/fdinfo/<fd>``), or None once its
+    process has exited and been reaped (the kernel shows ``-1``) or the line is unreadable.
+
+    A process that has not been reaped keeps its pid, so a positive answer read at time t
+    means the pidfd's process held that pid from its start until t. Raises nothing.
+    """
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", "rb") as fh:
+            data = fh.read(_FDINFO_READ)
+    except OSError:
+        return None
+    for line in data.splitlines():
+        if line.startswith(b"Pid:"):
+            try:
+                pid = int(line[4:])
+            except ValueError:
+                return None
+            return pid if pid > 0 else None
+    return None
+
+
+def is_signaltty_daemon(pid: int) -> bool:
+    """True when ``/proc/<pid>/cmdline`` reads as ``signaltty daemon``: one argument whose
+    base name starts with ``signaltty`` (the console script, or ``-m signaltty``), followed
+    later by the argument ``daemon``. Raises nothing; False without ``/proc``.
+
+    Used only where the kernel gives no pidfd (before Linux 6.5). The daemon is not dumpable
+    (pane processes cannot ptrace it to rewrite its arguments); the ancestor that took a
+    dead listener's pid is the agent or its hook runner, whose arguments do not read so.
+    """
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            args = fh.read(_STAT_READ).split(b"\0")
+    except OSError:
+        return False
+    for i, arg in enumerate(args):
+        if os.path.basename(arg).startswith(b"signaltty") and b"daemon" in args[i + 1 :]:
+            return True
+    return False
+
+
+def _listener_problem(sock: socket.socket, path: str, pid: int) -> tuple[str | None, int | None]:
+    """Check that the process that listens on the server's socket is alive and has ``pid``.
+
+    Returns:
+        ``(problem, pidfd)``: problem None when it holds, else one sentence; pidfd is the
+        open pidfd (None without ``SO_PEERPIDFD``) the caller keeps open while it compares
+        and then closes. Raises nothing.
+    """
+    try:
+        fd = _peer_pidfd(sock)
+    except OSError:
+        return f"the process that listens on {path} (pid {pid}) has exited", None
+    if fd is None:
+        return None, None
+    now = _pidfd_pid(fd)
+    if now != pid:
+        return f"the process that listens on {path} (pid {pid}) has exited", fd
+    return None, fd
+
+
 def verdict_source_problem(sock: socket.socket, path: str) -> str | None:
     """Check that a verdict read from this connection may be obeyed by an agent.
 
@@ -390,21 +486,47 @@ def verdict_source_problem(sock: socket.socket, path: str) -> str | None:
     (the daemon spawns panes and is their subreaper), so this costs a pane agent nothing; a
     same-uid process holding the socket path is no ancestor of an agent it wants to fool.
 
+    ``SO_PEERCRED`` names the process that called ``listen``, which may have exited and its
+    pid been taken by one of our ancestors (attack pass 5, H1). So the listener must still
+    be alive with that pid: its pidfd (``SO_PEERPIDFD``, held open across the comparison)
+    must show the pid after the ancestor walk; a live, unreaped process keeps its pid, and
+    it listened before we connected, so the ancestor we found is that process. Where the
+    kernel has no pidfds (< 6.5), the ancestor must also read as a signaltty daemon
+    (:func:`is_signaltty_daemon`). The ``$SIGNALTTY_DAEMON`` path gets the same liveness
+    check.
+
     Returns:
         None when a verdict may be used; otherwise one sentence. Raises nothing.
 
     Spec: issue 10, fourth attack pass, N1 (a reporter outside panes) and N6 (a reporter
-    whose environment lost ``$SIGNALTTY_DAEMON``).
+    whose environment lost ``$SIGNALTTY_DAEMON``); fifth pass, H1 (a dead listener's pid).
     """
-    if os.environ.get(DAEMON_ENV) is not None:
-        return daemon_identity_problem(sock, path)
     pid = peer_pid(sock)
     if pid is None:
         return f"cannot tell which process runs the server on {path}"
+    problem, fd = _listener_problem(sock, path, pid)
+    try:
+        if problem is None:
+            problem = _source_problem(sock, path, pid, without_pidfd=fd is None)
+        if problem is None and fd is not None and _pidfd_pid(fd) != pid:
+            problem = f"the process that listens on {path} (pid {pid}) has exited"
+        return problem
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _source_problem(sock: socket.socket, path: str, pid: int, *, without_pidfd: bool) -> str | None:
+    """The identity half of :func:`verdict_source_problem` (liveness is checked around it;
+    ``without_pidfd``: it could not be, so an ancestor must also be a signaltty daemon)."""
+    if os.environ.get(DAEMON_ENV) is not None:
+        return daemon_identity_problem(sock, path)
     for ancestor, ticks in ancestors():
         if ancestor == pid:
             if process_start_ticks(pid) != ticks:
                 return f"process {pid} (the server on {path}) changed while it was checked"
+            if without_pidfd and not is_signaltty_daemon(pid):
+                break  # perhaps a dead listener's pid, taken by our agent or its shell
             return None
     return (
         f"the server on {path} (process {pid}) is not a signaltty daemon this process runs "

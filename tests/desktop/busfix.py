@@ -48,6 +48,8 @@ _CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configura
 
 NOTIF_PATH = "/org/freedesktop/Notifications"
 NOTIF_NAME = "org.freedesktop.Notifications"
+HOLD_MAX_S = 10.0  # hold_reply: the longest a Notify reply is held back
+HOLD_AFTER_S = 0.3  # hold_reply: the held reply follows the replacement's by this much
 PINGS = 2  # round trips to a Notify caller before wait_shown() reports the notification
 
 _NOTIF_XML = """<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
@@ -131,6 +133,10 @@ class NotificationServer:
             replaces it in place, whoever sends it (GNOME Shell's ``NotifyAsync`` does no
             sender check); False (the default): every ``Notify`` gets a new id. Reset to
             False by :meth:`reset`.
+        hold_reply: the reply to each new (not replacing) ``Notify`` is held back until
+            another ``Notify`` replaced that id (then sent ``HOLD_AFTER_S`` later), or for
+            ``HOLD_MAX_S``: a replacement by a predicted id then surely lands before the
+            caller reads its own id (fifth attack pass, H2). Reset to False by :meth:`reset`.
     """
 
     def __init__(self, address: str) -> None:
@@ -145,6 +151,8 @@ class NotificationServer:
         # allows it); only a CloseNotification from the client removes it
         self.keep_after_action = False
         self.replace_any_sender = False
+        self.hold_reply = False
+        self._held: dict[int, Any] = {}  # id → our Notify call whose reply is held back
         # id → button label: the user presses it just as the daemon withdraws the notification
         # (ActionInvoked reaches the daemon before the CloseNotification reply)
         self.press_on_close: dict[int, str] = {}
@@ -183,6 +191,7 @@ class NotificationServer:
             self.close_delay = 0.0
             self.keep_after_action = False
             self.replace_any_sender = False
+            self.hold_reply = False
             self.press_on_close.clear()
             self.presses.clear()
 
@@ -217,8 +226,10 @@ class NotificationServer:
                     continue
                 app, replaces, icon, summary, body, actions, hints, timeout = msg.body
                 with self._lock:  # registered and answered together (see press())
+                    held = None
                     if self.replace_any_sender and replaces and replaces in self.shown:
                         nid = replaces
+                        held = self._held.pop(nid, None)
                     else:
                         nid = self._next
                         self._next += 1
@@ -233,6 +244,14 @@ class NotificationServer:
                         "timeout": timeout,
                     }
                     self.last_seen[nid] = self.shown[nid]
+                    # hold_reply: the held reply goes out once the replacement is answered,
+                    # or after HOLD_MAX_S (whichever comes first; the other finds nothing)
+                    if held is not None:
+                        self._later(HOLD_AFTER_S, nid, held)
+                    elif self.hold_reply and nid != replaces:
+                        self._held[nid] = msg
+                        self._later(HOLD_MAX_S, nid, None)
+                        continue
                     self._send(new_method_return(msg, "u", (nid,)))
                     self._ping(msg.header.fields.get(HeaderFields.sender), nid, PINGS)
             elif member == "CloseNotification":
@@ -258,6 +277,23 @@ class NotificationServer:
                 self._send(
                     new_error(msg, "org.freedesktop.DBus.Error.UnknownMethod", "s", (str(member),))
                 )
+
+    def _later(self, delay: float, nid: int, msg: Any) -> None:
+        timer = threading.Timer(delay, self._release, (nid, msg))
+        timer.daemon = True  # a hold that outlives the test must not keep it running
+        timer.start()
+
+    def _release(self, nid: int, msg: Any) -> None:
+        """Send the held reply to ``msg`` (None: whatever is still held for ``nid``)."""
+        with self._lock:
+            if msg is None:
+                msg = self._held.pop(nid, None)
+                if msg is None:
+                    return
+            if self._stop:
+                return
+            self._send(new_method_return(msg, "u", (nid,)))
+            self._ping(msg.header.fields.get(HeaderFields.sender), nid, PINGS)
 
     def _ping(self, peer: str | None, nid: int, left: int) -> None:
         """Ping ``peer`` (the Notify caller); ``nid`` becomes visible to :meth:`wait_shown`

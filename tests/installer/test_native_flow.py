@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from signaltty.installer.command import managed_command
+from signaltty.proto import trust
 from signaltty.proto.envelope import SignalttyError
 from tests.conftest import DaemonProc, wait_until
 
@@ -85,7 +86,11 @@ def outside_provider(d: DaemonProc, pane_id: str, plan: list[dict], settings: Pa
             hook["command"] = f"{command} --pane {pane_id}{sep}{comment}"
     named = log.with_suffix(".settings.json")
     named.write_text(json.dumps(data))
-    env = {**d.env, "SIGNALTTY_PANE": pane_id, "SIGNALTTY_FAKE_LOG": str(log), "SIGNALTTY_FAKE_LINGER": "0"}
+    # the person's own wiring outside panes names the daemon it trusts (a reporter outside
+    # panes takes no verdict otherwise: issue 10, attack pass 4, N1)
+    assert d.proc is not None
+    env = {**d.env, "SIGNALTTY_PANE": pane_id, "SIGNALTTY_FAKE_LOG": str(log), "SIGNALTTY_FAKE_LINGER": "0",
+           trust.DAEMON_ENV: trust.identity_token(d.proc.pid)}
     return subprocess.Popen([sys.executable, str(PROVIDER), "--settings", str(named), json.dumps(plan)], env=env)
 
 
