@@ -113,7 +113,9 @@ def test_catastrophic_wait_regex_has_a_budget_and_others_are_served(daemon: Daem
     assert err.code == "BAD_PARAMS"
     assert err.details["field"] == "match"
     assert "too slow" in err.message
-    assert "budget" in err.message
+    # 79 x's take well under the 50 ms per-line limit on an idle machine, so the call's budget
+    # ends it; on a loaded one a single line can pass 50 ms first. Either limit is the point.
+    assert "budget" in err.message or "on one line" in err.message, err.message
     assert outcome["took"] < 60  # a limit fired: the budget, not the call's 120 s timeout
     daemon.call("pane.close", {"pane_id": p["id"], "signal": "KILL"})
 
