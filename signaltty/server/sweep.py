@@ -67,6 +67,9 @@ class PaneSweep:
     idle_since: float | None = None
     # since when a ``when_hooked`` dialog wins on a hooked working pane (held DIALOG_HOLD_S)
     dialog_since: float | None = None
+    # the pane is blocked because a held ``when_hooked`` dialog made it so (not another rule,
+    # e.g. Codex's start-up "Hooks need review", which ends in idle, not in a running turn)
+    dialog_blocked: bool = False
     evaluations: int = 0
     # everything the outcome depends on, cheap to compare: an unchanged pane costs one compare
     stamp: tuple[Any, ...] | None = None
@@ -383,13 +386,19 @@ class ScreenSweep:
         leaves the screen the pane works again. True when the pane changed."""
         rule = st.rules[st.winner] if st.evaluated and st.winner is not None else None
         dialog = rule is not None and rule.state == "blocked" and rule.when_hooked
+        if pane.lifecycle != Lifecycle.BLOCKED:
+            st.dialog_blocked = False  # a hook or another layer moved the pane on
         if not layer_rules.dialog_candidate(pane):
             st.dialog_since = None
+            st.dialog_blocked = False
             return False
         if pane.lifecycle == Lifecycle.BLOCKED:  # the screen made this hooked pane blocked
             st.dialog_since = None
+            if not st.dialog_blocked:
+                return False  # another blocked rule: the ordinary screen rules decide
             if rule is not None and rule.state == "blocked":
                 return False  # a dialog is still up (any blocked rule: states.md H16)
+            st.dialog_blocked = False
             log.info("sweep.dialog_left", pane_id=pane.id)
             self.store.apply(layer_rules.dialog_left(pane, now=now))
             return True
@@ -402,6 +411,7 @@ class ScreenSweep:
         if now - since < layer_rules.DIALOG_HOLD_S:
             return False
         log.info("sweep.hooked_dialog", pane_id=pane.id, rule=rule.id)
+        st.dialog_blocked = True
         st.dialog_since = st.evidence_since = st.settle_since = None
         effects = layer_rules.on_screen_state(pane, "blocked", now=now, message=rule.message)
         self.store.apply(effects)
