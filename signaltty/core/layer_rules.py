@@ -44,6 +44,23 @@ def _raise_requirement(
     return raise_attention(pane, value, marker, cause, now=now, marker=marker)
 
 
+def input_starts_turn(pane: Pane) -> bool:
+    """Whether input written to the pane now can start a turn (``Pane.turn_input``).
+
+    Keys that answer a dialog the screen saw before any turn ran (Codex's start-up "Hooks
+    need review", a folder-trust prompt) start none: what the agent reports after it (Codex
+    0.171.0 sends OSC 7501 ``idle``, ``working`` for ~30 ms, ``idle``) is still start-up
+    and reads idle, not done (issue 11 item 5, the real-agent checkpoint codex start/idle).
+    """
+    if pane.turn_input:
+        return True
+    return not (
+        pane.lifecycle == Lifecycle.BLOCKED
+        and pane.lifecycle_source == SCREEN
+        and not pane.dialog_in_turn
+    )
+
+
 def _turn_done(pane: Pane, source: str, now: float) -> list[Effect]:
     if source != RECOVERY and not pane.turn_input and pane.agent.kind != "none":
         # Issue 11 item 5: an agent that got no input (nor a launch prompt) in this process

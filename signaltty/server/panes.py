@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from signaltty.core import rules
+from signaltty.core import layer_rules, rules
 from signaltty.core.ids import new_id
 from signaltty.core.limits import (
     PTY_READ_BYTES,
@@ -422,7 +422,8 @@ class PaneRuntime(TerminalReplies):
                 await self._wait_writable(remaining)
             self.pane.last_activity_at = time.time()
             if written:
-                self.pane.turn_input = True  # a turn can start now (issue 11 item 5)
+                if layer_rules.input_starts_turn(self.pane):
+                    self.pane.turn_input = True  # a turn can start now (issue 11 item 5)
                 self.pane.input_at = self.pane.last_activity_at  # issue 11 item 7
             return written
         finally:

@@ -70,6 +70,8 @@ class PaneSweep:
     # the pane is blocked because a held ``when_hooked`` dialog made it so (not another rule,
     # e.g. Codex's start-up "Hooks need review", which ends in idle, not in a running turn)
     dialog_blocked: bool = False
+    # output was left pending by the last visit's drain budget: visit again next tick
+    backlog: bool = False
     evaluations: int = 0
     # everything the outcome depends on, cheap to compare: an unchanged pane costs one compare
     stamp: tuple[Any, ...] | None = None
@@ -77,9 +79,11 @@ class PaneSweep:
 
     @property
     def timing(self) -> bool:
-        """A timer runs (recovery, settling, a held idle or dialog): visited every tick."""
+        """A timer runs (recovery, settling, a held idle or dialog) or output is left to
+        apply: visited every tick."""
         return (
-            self.evidence_since is not None
+            self.backlog
+            or self.evidence_since is not None
             or self.settle_since is not None
             or self.idle_since is not None
             or self.dialog_since is not None
@@ -236,10 +240,16 @@ class ScreenSweep:
     def _refresh_rows(self, st: PaneSweep, rt: PaneRuntime) -> None:
         screen = rt.screen
         # Output waits here until a reader or the sweep needs it (panes.py): apply it now, in
-        # small pieces so one pane's backlog cannot hold the tick.
-        budget = screen.pending
+        # small pieces so one pane's backlog cannot hold the tick. ``drain`` counts bytes
+        # decoded and chars drawn, so the fast-forward window may need about twice the
+        # backlog's count to empty.
+        budget = 2 * screen.pending + PIECE_BYTES
         while budget > 0 and screen.pending:
             budget -= max(1, screen.drain(min(budget, PIECE_BYTES)))
+        # Rows read now miss the rest of a backlog; with no further output nothing else would
+        # bring the pane back (Codex drew its start-up dialog, then printed nothing for
+        # seconds while the sweep held the rows from before it).
+        st.backlog = bool(screen.pending)
         dirty = screen.take_dirty_rows()
         rows_n = screen.size[1]
         if dirty is None or len(st.rows) != rows_n:
@@ -278,6 +288,7 @@ class ScreenSweep:
             st = self.state[pane.id] = PaneSweep()
         if not rt.live:
             st.stop_timers()
+            st.backlog = False
             st.stamp = None
             return
         if not st.timing:
@@ -296,6 +307,7 @@ class ScreenSweep:
             st.evaluated = False
             st.winner = None
             st.idle_since = st.dialog_since = None
+            st.backlog = False
             self._recovery(st, rt, now)
             return
         self._refresh_rows(st, rt)

@@ -166,6 +166,28 @@ def test_screen_rules_classify_an_unhooked_pane(d: DaemonProc) -> None:
     assert p["lifecycle_source"] == "screen"
 
 
+CODEX_STARTUP = Path(__file__).resolve().parents[1] / "fixtures" / "real-agents" / "codex" / "00_startup_hooks_review.raw"
+
+
+def test_a_backlog_the_sweep_left_is_applied_without_further_output(d: DaemonProc) -> None:
+    """Codex 0.171.0's start-up bytes arrive in one burst, then it prints nothing while its
+    "Hooks need review" dialog waits. The sweep applies a backlog in bounded pieces; the
+    rows it evaluates must catch up with the rest on later ticks, not stay at the frame
+    before the dialog until the next output (seen as Codex reading ``unknown`` for 6 s and
+    then ``done`` instead of ``idle``). Only ``pane.get`` is polled: a screen read would
+    apply the backlog itself and hide the fault."""
+    ws = d.call("workspace.create", {"name": "w"})["workspace"]["id"]
+    pane_id = d.call(
+        "pane.spawn",
+        {"workspace_id": ws, "argv": [PY, str(DRIVER)], "agent_hint": "codex", "cols": 120, "rows": 40},
+    )["pane"]["id"]
+    wait_until(lambda: "driver ready" in d.call("pane.read", {"pane_id": pane_id})["text"])
+    data = (json.dumps({"raw": str(CODEX_STARTUP)}) + "\r").encode()
+    d.call("pane.input", {"pane_id": pane_id, "data_b64": base64.b64encode(data).decode()})
+    p = wait_state(d, pane_id, "blocked", "input_required", timeout=5)
+    assert "hooks" in (p.get("last_message") or "").lower()
+
+
 def test_fallback_and_hold_change_nothing(d: DaemonProc) -> None:
     pid = spawn_driver(d)
     show(d, pid, PLAIN)  # S7: idle_fallback on unknown → nothing

@@ -299,3 +299,33 @@ def test_program_status_withdraws_what_the_screen_raised() -> None:
     r = pane("done", "unread")
     L.on_program_status(r, "idle", None, None, now=2.0)
     assert r.attention.value == "unread"
+
+
+def test_keys_answering_a_startup_dialog_start_no_turn() -> None:
+    """Codex 0.171.0 after "2. Trust all and continue" in its start-up "Hooks need review"
+    dialog: OSC 7501 idle, working (~30 ms), idle. The keys answered a dialog the screen saw
+    before any turn, so the blip reads idle/none; a prompt typed afterwards starts a turn."""
+    p = pane("unknown")
+    p.agent.kind = "codex"
+    p.turn_input = False
+    L.on_screen_state(p, "blocked", now=1.0)  # the dialog, before any input
+    assert not L.input_starts_turn(p)
+    L.on_program_status(p, "idle", None, None, now=2.0)
+    assert L.input_starts_turn(p)  # the dialog is gone: typing now is a prompt
+    L.on_program_status(p, "working", None, None, now=2.03)
+    effects = L.on_program_status(p, "idle", None, None, now=2.06)
+    assert (p.lifecycle, p.attention) == (Lifecycle.IDLE, Attention.NONE)
+    assert alerts(effects) == []
+
+
+def test_keys_answering_a_dialog_inside_a_turn_are_turn_input() -> None:
+    p = pane("working", source="hook")
+    p.turn_input = False  # e.g. resumed: the turn is the agent's own
+    L.on_screen_state(p, "blocked", now=1.0)
+    assert p.dialog_in_turn
+    assert L.input_starts_turn(p)
+    q = pane("idle", source="hook")
+    q.turn_input = False
+    q.lifecycle = Lifecycle.BLOCKED
+    q.lifecycle_source = "hook"  # a permission the agent's hook reported: its answer counts
+    assert L.input_starts_turn(q)
