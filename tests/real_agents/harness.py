@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -34,10 +35,13 @@ import psutil
 import pytest
 
 from signaltty.proto.envelope import SignalttyError
-from tests.conftest import REPO, DaemonProc
+from tests.conftest import REPO, DaemonProc, wait_until
+from tests.desktop.busfix import PrivateBus, have_dbus
 from tests.real_agents.fake_model import FakeModel
 
 STATE_BUDGET_S = 2.0  # issue 11: signaltty agrees with the screen within 2 s
+# signaltty's D-Bus service (protocol.md §8; tests/desktop/test_dbus_interface.py)
+DBUS_NAME, DBUS_PATH, DBUS_IFACE = "dev.signaltty.Signaltty", "/dev/signaltty/Signaltty", "dev.signaltty.Signaltty1"
 SCREEN_TIMEOUT_S = 45.0  # generous: the CLIs are heavy on a loaded 2-core machine
 POLL_S = 0.1
 
@@ -128,19 +132,28 @@ class Session:
         self.work = self.root / "work"
         self.work.mkdir()
         self.model = FakeModel().start()
+        # a private session bus: permissions are answered over D-Bus too (issue 11 scenario)
+        if not have_dbus():
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.model.stop()
+            if os.environ.get("CI") == "true":
+                pytest.fail("dbus-daemon is not installed (under CI the real-agent tier must run)", pytrace=False)
+            pytest.skip("dbus-daemon is not installed")
+        self.bus = PrivateBus()
         self.daemon: DaemonProc | None = None
         self.pane_id = ""
 
     # ------------------------------------------------------------------ life
 
     def start(self) -> None:
-        env = self.agent.setup(self)
+        env = {**self.agent.setup(self), **self.bus.env(), "SIGNALTTY_DBUS": "1"}
         self.daemon = DaemonProc(self.root, env)
         # The agents run in panes the way a person starts them, not as CI jobs: Gemini CLI
         # (and other Node CLIs using is-in-ci) turn non-interactive when they see these.
         for var in CI_VARS:
             self.daemon.env.pop(var, None)
         self.daemon.start()
+        self._wait_dbus()
         ws = self.call("workspace.create", {"name": self.agent.name, "cwd": str(self.work)})["workspace"]
         pane = self.call("pane.spawn", {"workspace_id": ws["id"], "argv": [self.binary, *self.agent.args],
                                         "cwd": str(self.work), "cols": 120, "rows": 40})["pane"]
@@ -155,8 +168,33 @@ class Session:
                 self.daemon.kill_leftovers()
         finally:
             self.model.stop()
+            self.bus.stop()
             kill_strays(self.root)
             shutil.rmtree(self.root, ignore_errors=True)
+
+    def _wait_dbus(self) -> None:
+        try:
+            wait_until(lambda: self.call("server.status")["dbus"]["name_owned"], timeout=20)
+        except AssertionError:
+            raise DriveError(f"{self.agent.name}: the daemon never owned {DBUS_NAME} on the private bus\n"
+                             f"{self.call('server.status').get('dbus')}") from None
+
+    def restart_daemon(self) -> list[int]:
+        """Stop the daemon (SIGTERM: every pane program ends, the snapshot is saved) and
+        start it again on the same state; returns the pids of its children that outlived it."""
+        assert self.daemon is not None
+        self.daemon.stop()
+        left = self.daemon.kill_leftovers()
+        self.daemon.start()
+        self._wait_dbus()
+        return left
+
+    def answer_dbus(self, verdict: str) -> subprocess.CompletedProcess[str]:
+        """``AnswerPermission(pane_id, verdict)`` with ``dbus-send`` from outside every pane."""
+        return subprocess.run(
+            ["dbus-send", f"--bus={self.bus.address}", "--print-reply", f"--dest={DBUS_NAME}", DBUS_PATH,
+             f"{DBUS_IFACE}.AnswerPermission", f"string:{self.pane_id}", f"string:{verdict}"],
+            capture_output=True, text=True, timeout=30)
 
     # ------------------------------------------------------------------ daemon access
 

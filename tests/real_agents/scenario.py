@@ -9,8 +9,11 @@ the agent raises :class:`DriveError`; the steps after it are then not attempted.
 
 Steps: ``start`` → ``answer`` (``hello-…``) → ``stream`` (``slow-…``, 8 s) → ``allow_sig``
 (permission answered ``allow`` with ``signaltty permission answer``) → ``deny_sig`` (``deny``)
-→ ``allow_tty`` (answered in the agent's own dialog) → ``esc`` (Esc during a slow stream) →
-``reminder`` (Claude only: its idle reminder ~15 s after a turn) → ``quit``.
+→ ``allow_dbus`` (``allow`` through D-Bus ``AnswerPermission``, sent by ``dbus-send``) →
+``allow_tty`` (answered in the agent's own dialog) → ``esc`` (Esc during a slow stream) →
+``reminder`` (Claude only: its idle reminder ~15 s after a turn) → ``restart`` (the daemon
+stopped and started again, the pane resumed with ``pane.resume``) → ``allow_resumed`` (a
+permission answered in the resumed agent's own dialog) → ``quit``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from tests.real_agents.agents import CLAUDE_REMINDER_S, NOTIFICATIONS
 from tests.real_agents.fake_model import marker_name
 from tests.real_agents.harness import STATE_BUDGET_S, DriveError, Observation, Session
 
-STEPS = ("start", "answer", "stream", "allow_sig", "deny_sig", "allow_tty", "esc", "reminder", "quit")
+STEPS = ("start", "answer", "stream", "allow_sig", "deny_sig", "allow_dbus", "allow_tty", "esc", "reminder",
+         "restart", "allow_resumed", "quit")
 HIDDEN_DIALOG_LIMIT_S = 15.0  # issue 11 item 3: never longer without a way to answer at the terminal
 
 
@@ -186,7 +190,8 @@ class Scenario:
         st.obs["done"] = self.s.expect("done", "unread", "the stream finished")
 
     def _permission_step(self, st: Step, token: str, how: str) -> None:
-        """Ask for the tool, then answer ``how``: ``allow``/``deny`` via signaltty, ``tty``."""
+        """Ask for the tool, then answer ``how``: ``allow``/``deny`` via signaltty, ``dbus``
+        (allow over D-Bus), ``tty`` (in the agent's own dialog)."""
         marker = self.s.work / marker_name(token)
         self._submit(f"perm-{token}")
         # Codex shows no dialog while our PermissionRequest hook waits (issue 11 item 3):
@@ -195,13 +200,13 @@ class Scenario:
         st.facts["dialog_at"] = time.monotonic()
         st.obs["blocked"] = self.s.expect("blocked", "permission_required", "a permission prompt")
         st.facts["listed"] = [p.get("tool_name") for p in self.s.permissions()]
-        if how in ("allow", "deny"):
-            r = self._answer_cli(how)
+        if how in ("allow", "deny", "dbus"):
+            r = self.s.answer_dbus("allow") if how == "dbus" else self._answer_cli(how)
             st.facts["answer"] = (r.returncode, (r.stdout + r.stderr).strip())
             if r.returncode != 0:
                 # nothing to answer in signaltty: finish the turn in the agent's own dialog
                 self.s.wait_screen(lambda t: self._has("dialog", t), "the agent's own dialog", timeout=150)
-                self._keys(self.a.allow_keys if how == "allow" else self.a.deny_keys)
+                self._keys(self.a.deny_keys if how == "deny" else self.a.allow_keys)
         else:
             shown = self._wait_dialog()
             st.facts["dialog_after_s"] = shown
@@ -269,8 +274,32 @@ class Scenario:
     def step_deny_sig(self, st: Step) -> None:
         self._permission_step(st, "d1", "deny")
 
+    def step_allow_dbus(self, st: Step) -> None:
+        self._permission_step(st, "b1", "dbus")
+
     def step_allow_tty(self, st: Step) -> None:
         self._permission_step(st, "t1", "tty")
+
+    def step_restart(self, st: Step) -> None:
+        """The daemon stops (every pane program ends) and starts again; the restored pane is
+        resumed (``pane.resume``) into the agent's same session, in its session directory."""
+        before = self.s.pane()["agent"]
+        st.facts["session_id"] = before.get("agent_session_id")
+        st.facts["resume_argv"] = before.get("resume_argv")
+        self.log("restart daemon")
+        st.facts["leftovers"] = self.s.restart_daemon()
+        restored = self.s.pane()
+        st.facts["restored"] = (restored["restore_state"], restored["live"].get("state"))
+        self.log("resume")
+        resumed = self.s.call("pane.resume", {"pane_id": self.s.pane_id})["pane"]
+        st.facts["argv"] = resumed["agent"]["resume_argv"]
+        self._wait_settled("the resumed agent's prompt")
+        st.obs["idle"] = self.s.expect("idle", None, "the resumed agent at its prompt")
+
+    def step_allow_resumed(self, st: Step) -> None:
+        self._permission_step(st, "r1", "tty")
+        # the resumed agent's own hooks name the session it runs (a new id would be a new one)
+        st.facts["session_after"] = self.s.pane()["agent"].get("agent_session_id")
 
     def step_esc(self, st: Step) -> None:
         self._submit("slow-e1")

@@ -82,7 +82,7 @@ def test_permission_prompt_reads_blocked(scenario: Scenario) -> None:
     # so "needs input" is as right as "needs permission" there.
     wanted = ("permission_required", "input_required") if scenario.a.name == "pi" else ("permission_required",)
     bad = []
-    for step in ("allow_sig", "deny_sig", "allow_tty"):
+    for step in ("allow_sig", "deny_sig", "allow_dbus", "allow_tty", "allow_resumed"):
         obs = scenario.observation(step, "blocked")
         if not (obs.lifecycle == "blocked" and obs.attention in wanted):
             bad.append(f"{step}: {obs.message()}")
@@ -120,8 +120,20 @@ def test_after_deny_reads_done(scenario: Scenario) -> None:
     scenario.check("deny_sig", "resolved")
 
 
-def _dialog_after(scenario: Scenario) -> float:
-    return scenario.run_to("allow_tty").facts["dialog_after_s"]
+@checkpoint("allow_dbus")
+def test_allow_via_dbus_runs_command(scenario: Scenario) -> None:
+    _answered(scenario, "allow_dbus")
+    assert scenario.run_to("allow_dbus").facts["ran"], "allowed over D-Bus, but the command did not run"
+
+
+@checkpoint("after_dbus")
+def test_after_dbus_allow_reads_done(scenario: Scenario) -> None:
+    scenario.check("allow_dbus", "done")
+    scenario.check("allow_dbus", "resolved")
+
+
+def _dialog_after(scenario: Scenario, step: str = "allow_tty") -> float:
+    return scenario.run_to(step).facts["dialog_after_s"]
 
 
 @checkpoint("terminal_dialog")
@@ -159,6 +171,29 @@ def test_esc_reads_done_or_idle(scenario: Scenario) -> None:
 def test_idle_reminder_keeps_done(scenario: Scenario) -> None:
     scenario.check("reminder", "answered")
     scenario.check("reminder", "done")
+
+
+@checkpoint("restart")
+def test_restart_resumes_the_same_session(scenario: Scenario) -> None:
+    facts = scenario.run_to("restart").facts
+    assert facts["leftovers"] == [], f"pane programs outlived the daemon: {facts['leftovers']}"
+    assert facts["restored"] == ("RESUMABLE", "exited"), facts["restored"]
+    sid = facts["session_id"]
+    assert sid, "no agent session id was known before the restart"
+    assert facts["argv"] == facts["resume_argv"], ("resumed with", facts["argv"], "shown before", facts["resume_argv"])
+    assert sid in facts["argv"], f"resume ran {facts['argv']}, not session {sid}"
+    scenario.check("restart", "idle")
+
+
+@checkpoint("resumed_terminal")
+def test_resumed_terminal_allow_resolves(scenario: Scenario) -> None:
+    shown = _dialog_after(scenario, "allow_resumed")
+    assert shown <= HIDDEN_DIALOG_LIMIT_S, "no dialog to answer at the terminal after the restart"
+    assert scenario.run_to("allow_resumed").facts["ran"], "allowed in the dialog, but the command did not run"
+    scenario.check("allow_resumed", "done")
+    scenario.check("allow_resumed", "resolved")
+    before, after = scenario.run_to("restart").facts["session_id"], scenario.run_to("allow_resumed").facts["session_after"]
+    assert after == before, f"the resumed agent's hooks report session {after}, not {before}"
 
 
 @checkpoint("quit")
