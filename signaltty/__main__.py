@@ -2,7 +2,7 @@
 
 import sys
 
-from signaltty.cli.entry import main
+from signaltty.cli.entry import script
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(script())

@@ -3,22 +3,30 @@
 The hook fast path (``hook-event``/``report-session``) must not pay for pydantic, structlog
 or uvloop, so this module imports nothing heavy: the two reporter commands go to
 ``signaltty.cli.fastpath`` and every other command to ``signaltty.cli.main``. Spec: README
-"Dependency rules".
+"Dependency rules"; issue 12 (a hook costs ≤ 2× a bare interpreter start).
 """
 
 from __future__ import annotations
 
 import sys
 
+FAST_COMMANDS = ("hook-event", "report-session")
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (protocol.md §10)."""
-    args = sys.argv[1:] if argv is None else argv
+
+def _fast_command(args: list[str]) -> int | None:
+    """Index of a reporter command in ``args`` after the global options, else None."""
     # global options may come first (`signaltty --json hook-event …`); both commands take them
     i = 0
     while i < len(args) and (args[i] == "--json" or args[i].startswith("--socket")):
         i += 2 if args[i] == "--socket" else 1
-    if i < len(args) and args[i] in ("hook-event", "report-session"):
+    return i if i < len(args) and args[i] in FAST_COMMANDS else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (protocol.md §10)."""
+    args = sys.argv[1:] if argv is None else argv
+    i = _fast_command(args)
+    if i is not None:
         from signaltty.cli import fastpath
 
         command, rest = args[i], args[i + 1 :]
@@ -30,5 +38,29 @@ def main(argv: list[str] | None = None) -> int:
     return full.main(args)
 
 
+def script() -> int:
+    """The ``signaltty`` console script and ``python -m signaltty``: :func:`main` on
+    ``sys.argv``; returns its exit code, except after a reporter command, which ends the
+    process itself.
+
+    A reporter has nothing to tear down (its socket is closed, no thread, no ``atexit``
+    handler), yet the interpreter's shutdown takes ~2 ms, a third of a bare start, on every
+    agent hook: it flushes stdout and stderr and leaves with ``os._exit``. A failed flush
+    (the agent closed the pipe) exits 1, never 2 (integrations.md §2).
+    """
+    code = main()
+    if _fast_command(sys.argv[1:]) is None:
+        return code
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:  # None: Python was started with that fd closed
+                stream.flush()
+        except (OSError, ValueError):
+            code = 1
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(script())

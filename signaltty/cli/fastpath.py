@@ -1,19 +1,23 @@
 """``signaltty hook-event`` and ``signaltty report-session``: the reporter fast path.
 
-Runs inside agents on every hook, so it imports only the standard library and the
-stdlib-only client, keeps stdout empty unless asked (Codex ``Stop`` hooks fail on non-JSON
-stdout), writes one line of feedback on stderr, and never exits 2 (Claude Code reads exit 2
-as "block"). Spec: integrations.md §2, protocol.md §6.
+Runs inside agents on every hook, so it starts light (issue 12: ≤ 2× a bare ``python``): no
+``json``, ``socket``, ``re``, ``enum`` or ``typing``, but :mod:`signaltty.cli.fastjson` and
+``_socket`` through :mod:`signaltty.proto.connect`, which makes the blocking client's trust
+checks (tests/cli/test_fastpath.py lists what it may load). It keeps stdout empty unless
+asked (Codex ``Stop`` hooks fail on non-JSON stdout), writes one line of feedback on stderr,
+and never exits 2 (Claude Code reads exit 2 as "block"). Spec: integrations.md §2,
+protocol.md §6.
 """
 
 from __future__ import annotations
 
-import json
+import _socket
 import os
 import sys
 
-from signaltty.proto.client import Client, ConnectError, UntrustedServer, default_socket
-from signaltty.proto.envelope import SignalttyError
+from signaltty.cli import fastjson
+from signaltty.proto import connect, sockpath, trust
+from signaltty.proto.constants import PROTOCOL
 
 # ``typing`` costs ~6 ms to import, which every agent hook would pay (README "Dependency
 # rules"); annotations are strings here (PEP 563), so the names are only needed by checkers.
@@ -107,7 +111,7 @@ def hook_event(argv: list[str]) -> int:
                 data, unparsed = b"", True
             if data.strip():
                 try:
-                    payload = json.loads(data)
+                    payload = fastjson.loads(data)
                 except (ValueError, RecursionError):
                     _err("invalid payload JSON")
                     return 1
@@ -117,7 +121,7 @@ def hook_event(argv: list[str]) -> int:
                 payload = {TRUNCATED_KEY: True}
         elif rest:
             try:
-                payload = json.loads(rest[-1])
+                payload = fastjson.loads(rest[-1])
             except ValueError:
                 _err("invalid payload JSON")
                 return 1
@@ -148,7 +152,7 @@ def hook_event(argv: list[str]) -> int:
                 params[key] = opts[opt]
         if "--decision" in opts:
             try:
-                params["decision"] = json.loads(opts["--decision"])
+                params["decision"] = fastjson.loads(opts["--decision"])
             except ValueError:
                 _err("invalid decision JSON")
                 return 1
@@ -182,7 +186,7 @@ def hook_event(argv: list[str]) -> int:
 
 
 def _size(value: Any) -> int:
-    return len(json.dumps(value, separators=(",", ":")))
+    return len(fastjson.dumps(value))
 
 
 def _cut(value: Any, cap: int) -> Any:
@@ -268,7 +272,7 @@ def report_session(argv: list[str]) -> int:
             params["agent"] = opts["--agent"]
         if "--resume-argv" in opts:
             try:
-                params["resume_argv"] = json.loads(opts["--resume-argv"])
+                params["resume_argv"] = fastjson.loads(opts["--resume-argv"])
             except ValueError:
                 raise _Usage("--resume-argv is not JSON") from None
     except _Usage as exc:
@@ -293,20 +297,22 @@ def _send(
     as_json: bool,
     waiting: bool,
 ) -> int:
-    path = default_socket(socket_flag)
+    path = sockpath.resolve(socket_flag)
     try:
-        client = Client(path, timeout=CONNECT_TIMEOUT_S)
-    except UntrustedServer as exc:
+        sock = connect.open_trusted(path, CONNECT_TIMEOUT_S, _socket.socket)
+    except connect.UntrustedServer as exc:
         # Not our daemon: nothing was sent. Exit 0 with stdout empty, so the agent goes on
         # by itself (its own permission dialog) instead of obeying a stranger (issue 10 §1).
         _err(f"not reporting {method}: {exc.strerror}")
         return 0
-    except ConnectError:
+    except connect.ConnectError:
         if not has_pane_context:
             return 0  # a hook outside signaltty (no daemon, no pane): nothing to report
         _err(f"server not reachable at {path}")
         return 1
-    problem = client.verdict_problem() if waiting else None
+    # (trust.verdict_source_problem: $SIGNALTTY_DAEMON, or else the server is one of this
+    # process's ancestors, still alive with that pid)
+    problem = trust.verdict_source_problem(sock, path) if waiting else None
     if problem is not None:
         # Not provably our own daemon (no $SIGNALTTY_DAEMON and not an ancestor: an agent in
         # an ordinary terminal, or a cleaned environment): report the state only, never wait
@@ -318,14 +324,14 @@ def _send(
         params = {k: v for k, v in params.items() if k not in ("wait_for_answer", "wait_timeout_s")}
         params["payload"] = state_only(params.get("payload"))
     try:
-        client.send(method, params)
-        msg = client.read_message(
-            timeout=WAIT_RESPONSE_TIMEOUT_S if waiting and problem is None else RESPONSE_TIMEOUT_S
+        sock.sendall(_request(method, params))
+        msg = _read_message(
+            sock, WAIT_RESPONSE_TIMEOUT_S if waiting and problem is None else RESPONSE_TIMEOUT_S
         )
     except (TimeoutError, OSError, ValueError):
         msg = None
     finally:
-        client.close()
+        sock.close()
     if problem is not None:
         return 0  # stdout empty, one line on stderr: what the agent needs to go on by itself
     if msg is None:
@@ -338,13 +344,44 @@ def _send(
         return 1
     result = msg.get("result") or {}
     if as_json:
-        sys.stdout.write(json.dumps(result, separators=(",", ":")) + "\n")
+        sys.stdout.write(fastjson.dumps(result) + "\n")
     elif waiting:
         verdict = result.get("native_verdict")
         if verdict is not None:
-            sys.stdout.write(json.dumps(verdict, separators=(",", ":")) + "\n")
+            sys.stdout.write(fastjson.dumps(verdict) + "\n")
     sys.stderr.write(_feedback(method, params, result) + "\n")
     return 0
+
+
+def _request(method: str, params: dict[str, Any]) -> bytes:
+    """One request line, as ``Client.send`` writes it (protocol.md §2): a process sends one."""
+    envelope = {
+        "protocol": PROTOCOL,
+        "id": f"c{os.getpid()}-1",
+        "method": method,
+        "params": {k: v for k, v in params.items() if v is not None},
+    }
+    # "replace": a lone surrogate from the agent's payload must not make the line unsendable
+    return fastjson.dumps(envelope, ensure_ascii=False).encode("utf-8", "replace") + b"\n"
+
+
+def _read_message(sock: _socket.socket, timeout: float) -> dict[str, Any] | None:
+    """The first response line as a dict; None when the server closes first.
+
+    Raises:
+        TimeoutError: a read waited ``timeout`` seconds for nothing.
+        ValueError: the line is not JSON.
+    """
+    buf = bytearray()
+    sock.settimeout(timeout)
+    while True:
+        nl = buf.find(b"\n")
+        if nl >= 0:
+            return dict(fastjson.loads(bytes(buf[:nl])))
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            return None
+        buf += chunk
 
 
 def _feedback(method: str, params: dict[str, Any], result: dict[str, Any]) -> str:
@@ -410,9 +447,6 @@ def main(command: str, argv: list[str]) -> int:
         if command == "hook-event":
             return hook_event(argv)
         return report_session(argv)
-    except SignalttyError as exc:
-        _err(f"server error {exc.code}: {exc.message}")
-        return 1
     except KeyboardInterrupt:
         return 1
     except Exception as exc:  # noqa: BLE001 - a hook must never break its agent

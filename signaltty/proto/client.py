@@ -1,17 +1,16 @@
 """Clients of the ``signaltty/1`` socket: a blocking one and an asyncio one (stdlib only).
 
-The blocking client is what the CLI and the hook fast path use, so this module must not import
-anything outside the standard library and ``signaltty.proto``.
-Both clients authenticate the daemon before sending a byte (:mod:`signaltty.proto.trust`):
-the socket's directory must be the user's own with mode 0700 and the listening process must
-run as the user (inside a pane: be the pane's own daemon, ``$SIGNALTTY_DAEMON``), otherwise
-:class:`UntrustedServer` is raised and nothing is sent.
+The blocking client is what the CLI uses, so this module must not import anything outside the
+standard library and ``signaltty.proto`` (the hook fast path connects through
+:mod:`signaltty.proto.connect` alone). Both clients authenticate the daemon before sending a
+byte (:mod:`signaltty.proto.trust`): the socket's directory must be the user's own with mode
+0700 and the listening process must run as the user (inside a pane: be the pane's own daemon,
+``$SIGNALTTY_DAEMON``), otherwise :class:`UntrustedServer` is raised and nothing is sent.
 Spec: protocol.md §1–§3; issue 10 §1.
 """
 
 from __future__ import annotations
 
-import errno
 import itertools
 import json
 import os
@@ -19,6 +18,13 @@ import socket
 from collections import deque
 
 from signaltty.proto import envelope, trust
+from signaltty.proto.connect import (
+    ConnectError,
+    UntrustedServer,
+    check_server,
+    check_socket_dir,
+    open_trusted,
+)
 from signaltty.proto.envelope import SignalttyError
 
 # asyncio (~50 ms) and typing (~6 ms) stay out of the hook fast path: annotations are
@@ -38,52 +44,6 @@ def default_socket(flag: str | None = None) -> str:
     return sockpath.resolve(flag)
 
 
-class ConnectError(OSError):
-    """The daemon's socket could not be reached (no daemon, wrong path, refused)."""
-
-
-class UntrustedServer(ConnectError):
-    """The socket is not provably the user's own daemon; nothing was sent on it.
-
-    ``strerror`` is one sentence saying why: the socket's directory is another user's or
-    has group/other permission bits, the listening process runs as another uid, or (inside
-    a pane) it is not the daemon ``$SIGNALTTY_DAEMON`` names.
-    """
-
-
-def _check_socket_dir(path: str) -> None:
-    """Refuse a socket whose directory is not ours with mode 0700 (before connecting).
-
-    A socket path that does not exist reads as "no daemon" (``ConnectError``, ENOENT),
-    whatever its directory: nothing could be sent to it anyway, and ``--socket /nonexistent``
-    must say "no such file", not blame ``/`` for its mode.
-
-    Raises:
-        ConnectError: the socket or its directory does not exist or cannot be examined.
-        UntrustedServer: it is someone else's or open to group/others.
-    """
-    try:
-        os.lstat(path)
-        problem = trust.socket_dir_problem(path)
-    except OSError as exc:
-        raise ConnectError(exc.errno, f"cannot connect to {path}: {exc.strerror}") from exc
-    if problem is not None:
-        raise UntrustedServer(errno.EACCES, f"not your signaltty daemon: {problem}")
-
-
-def _check_server(sock: socket.socket, path: str) -> None:
-    """Refuse a connected socket whose server runs as another uid, or, inside a pane
-    (``$SIGNALTTY_DAEMON``), is not the daemon that started the pane (nothing sent yet).
-
-    Raises:
-        UntrustedServer: the peer's uid is not ours or cannot be known; the peer is not
-            the pane's daemon, or ``$SIGNALTTY_DAEMON`` is malformed.
-    """
-    problem = trust.server_problem(sock, path) or trust.daemon_identity_problem(sock, path)
-    if problem is not None:
-        raise UntrustedServer(errno.EACCES, f"not your signaltty daemon: {problem}")
-
-
 class Client:
     """Blocking JSONL client on one Unix-socket connection.
 
@@ -98,19 +58,7 @@ class Client:
 
     def __init__(self, path: str, timeout: float | None = 5.0) -> None:
         self.path = path
-        _check_socket_dir(path)
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(timeout)
-        try:
-            self._sock.connect(path)
-            _check_server(self._sock, path)
-        except UntrustedServer:
-            self._sock.close()
-            raise
-        except OSError as exc:
-            self._sock.close()
-            raise ConnectError(exc.errno, f"cannot connect to {path}: {exc.strerror}") from exc
-        self._sock.settimeout(None)
+        self._sock = open_trusted(path, timeout, socket.socket)
         self._buf = bytearray()
         self.events: deque[dict[str, Any]] = deque()
 
@@ -219,12 +167,12 @@ class AsyncClient:
         """
         import asyncio
 
-        _check_socket_dir(path)
+        check_socket_dir(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.setblocking(False)
         try:
             await asyncio.get_running_loop().sock_connect(sock, path)
-            _check_server(sock, path)
+            check_server(sock, path)
         except UntrustedServer:
             sock.close()
             raise

@@ -32,9 +32,11 @@ its third attack pass, A8 (a socket re-bound from a pane).
 
 from __future__ import annotations
 
+# ``_socket``, not ``socket`` (which loads ``enum`` and ``selectors``, ~3 ms): the hook fast
+# path imports this module (issue 12). Same constants; ``socket.socket`` is its subclass.
+import _socket as socket
 import errno
 import os
-import socket
 import stat
 import struct
 import sys

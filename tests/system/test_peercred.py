@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from signaltty.proto import trust
 from signaltty.system import peercred
 
 
@@ -69,7 +70,8 @@ def test_no_mechanism_means_none(monkeypatch: pytest.MonkeyPatch) -> None:
 
     if hasattr(ctypes.CDLL(None), "getpeereid"):
         pytest.skip("this libc has getpeereid")
-    monkeypatch.delattr(socket, "SO_PEERCRED", raising=False)
+    # the module peer_uid reads its constants from (_socket: the hook fast path's import)
+    monkeypatch.delattr(trust.socket, "SO_PEERCRED", raising=False)
     monkeypatch.setattr(sys, "platform", "unknown-os")
     left, right = socket.socketpair()
     with left, right:
