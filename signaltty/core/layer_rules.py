@@ -210,7 +210,9 @@ def on_screen_state(
             pane.dialog_in_turn = lc == Lifecycle.WORKING or (
                 pane.input_at is not None and pane.input_at >= since
             )
-        effects = _message(pane, message) if lc != Lifecycle.BLOCKED else []
+        # one dialog after another (Codex: folder trust, then "Hooks need review") says what
+        # the one on screen asks, not the first one's words
+        effects = _message(pane, message)
         effects += set_lifecycle(pane, Lifecycle.BLOCKED, SCREEN, now=now)
         return effects + _raise_requirement(pane, Attention.INPUT_REQUIRED, SCREEN, "input", now)
     if state == "idle":
@@ -311,16 +313,26 @@ def holds_idle(pane: Pane, state: str | None) -> bool:
 
 def dialog_candidate(pane: Pane) -> bool:
     """A live hooked pane whose screen may show a dialog its hooks do not report: ``working``
-    (from a hook, program status or the screen) or ``blocked`` by the screen."""
+    (from a hook, program status or the screen), between turns (``idle``/``done``/``unknown``
+    with no pending decision: Gemini CLI's sign-in after its ``SessionStart`` hook), or
+    ``blocked`` by the screen."""
     if not (pane.live and pane.hooked):
         return False
     if pane.lifecycle == Lifecycle.WORKING:
         return pane.lifecycle_source in ("hook", PROGRAM_STATUS, SCREEN)
+    if pane.lifecycle in _BETWEEN_TURNS:
+        return pane.pending_decision is None
     return pane.lifecycle == Lifecycle.BLOCKED and pane.lifecycle_source == SCREEN
+
+
+_BETWEEN_TURNS = (Lifecycle.IDLE, Lifecycle.DONE, Lifecycle.UNKNOWN)
 
 
 def dialog_left(pane: Pane, *, now: float) -> list[Effect]:
     """A dialog the screen made a hooked pane ``blocked`` for is gone (the person answered it
-    at the terminal): its "needs input" is withdrawn and the turn goes on (``working``, source
-    ``screen``) until the agent's next hook."""
-    return withdraw(pane, SCREEN) + set_lifecycle(pane, Lifecycle.WORKING, SCREEN, now=now)
+    at the terminal): its "needs input" is withdrawn; a dialog inside a turn lets the turn go
+    on (``working``, source ``screen``) until the agent's next hook, one that came up between
+    turns leaves the pane ``idle``."""
+    between = pane.last_lifecycle in _BETWEEN_TURNS and not pane.dialog_in_turn
+    after = Lifecycle.IDLE if between else Lifecycle.WORKING
+    return withdraw(pane, SCREEN) + set_lifecycle(pane, after, SCREEN, now=now)

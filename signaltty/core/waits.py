@@ -107,7 +107,10 @@ def evaluate(
         if outcome == "exited":
             if "exited" in seqs:
                 return Satisfied(outcome, seqs["exited"])
-            if lseq is None and pane.lifecycle == Lifecycle.EXITED:
+            # A pane restored from a snapshot whose program had ended keeps the lifecycle its
+            # exit gave it (``done``, ``failed``…) but has no exit seq from this daemon: it has
+            # exited all the same (a new-user pass waited an hour on it).
+            if lseq is None and (pane.lifecycle == Lifecycle.EXITED or not pane.live):
                 return Satisfied(outcome, seqs.get("lifecycle:exited", 0))
             continue
         if value in LIFECYCLE_VALUES and outcome not in ALIASES:

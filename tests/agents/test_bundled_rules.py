@@ -142,7 +142,7 @@ LAUNCH = {
         ("cursor-agent", "--resume", "{id}"),
     ),
     "pi": (("pi",), ("argv", None, None), (), ("--continue",), ("pi", "--session", "{id}")),
-    "gemini": (("gemini",), ("flag", "--prompt-interactive", None), ("--yolo",), (), None),
+    "gemini": (("gemini",), ("flag", "--prompt-interactive", None), ("--yolo",), (), ("gemini", "--resume", "{id}")),
     "copilot": (("copilot",), ("flag", "-i", None), ("--yolo",), (), None),
     "droid": (("droid",), ("argv", None, None), ("--auto", "high"), (), None),
     "kilo": (("kilo",), ("after-start", None, None), (), (), None),

@@ -323,3 +323,40 @@ def test_late_tool_hook_after_stop_does_not_reopen_the_turn(
     wait_until(lambda: summaries(notif_server))
     holds_for(lambda: state(dd, a.id) == ("done", "unread") and len(summaries(notif_server)) == 1,
               ALERT_WINDOW_S, what="still done, one alert")
+
+
+# ---------------------------------------------------------------- first-run dialogs (new-user pass)
+
+GEMINI = Path(__file__).resolve().parents[1] / "fixtures" / "screens" / "gemini"
+
+
+def test_hooked_gemini_sign_in_reads_blocked_between_turns(dd: DaemonProc) -> None:
+    """Gemini CLI 0.61.0 in a new HOME: its hooks start after the folder is trusted
+    (``SessionStart`` → idle), then it asks how to sign in. That dialog makes the hooked idle
+    pane blocked with its hint after the hold; answered (the prompt back), it is idle again —
+    not working, since no turn ran. Frames reach the driver as input, so the one that
+    would show the dialog after the hook is drawn before it."""
+    # the driver under the name `gemini`: the catalog entry's rules apply by program name
+    exe = dd.root / "bin" / "gemini"
+    exe.parent.mkdir()
+    exe.write_text(f"#!{PY}\nimport runpy\nrunpy.run_path({str(DRIVER)!r})\n")
+    exe.chmod(0o755)
+    ws = dd.call("workspace.create", {"name": "w"})["workspace"]["id"]
+    pid = dd.call("pane.spawn", {"workspace_id": ws, "argv": [str(exe)], "cols": 120, "rows": 40})["pane"]["id"]
+    wait_until(lambda: "driver ready" in dd.call("pane.read", {"pane_id": pid})["text"])
+    wait_until(lambda: get(dd, pid)["agent"]["catalog_id"] == "gemini", what="the pane known as Gemini CLI")
+    frame(dd, pid, GEMINI / "folder_trust.match.txt")
+    p = wait_until(lambda: (q := get(dd, pid))["lifecycle"] == "blocked" and q, what="blocked by the trust dialog")
+    assert "trust this folder" in p["last_message"]
+    # the person trusted the folder; the sign-in is drawn, then the hook arrives (typed keys
+    # before the hook are the trust dialog's answer, not a turn)
+    frame(dd, pid, GEMINI / "sign_in.match.txt")
+    wait_until(lambda: "sign-in" in (get(dd, pid)["last_message"] or ""), what="the sign-in hint, unhooked")
+    direct(dd, pid, "gemini", "SessionStart", {"session_id": "G1", "source": "startup"})
+    assert state(dd, pid) == ("idle", "none")
+    p = wait_until(lambda: (q := get(dd, pid))["lifecycle"] == "blocked" and q, timeout=10,
+                   what="blocked by the sign-in dialog")
+    assert (p["attention"], p["lifecycle_source"], p["hooked"]) == ("input_required", "screen", True), p
+    assert "sign-in" in p["last_message"]
+    frame(dd, pid, GEMINI / "input_prompt.match.txt")
+    wait_until(lambda: state(dd, pid) == ("idle", "none"), timeout=5, what="idle once signed in")

@@ -329,3 +329,35 @@ def test_keys_answering_a_dialog_inside_a_turn_are_turn_input() -> None:
     q.lifecycle = Lifecycle.BLOCKED
     q.lifecycle_source = "hook"  # a permission the agent's hook reported: its answer counts
     assert L.input_starts_turn(q)
+
+
+def test_a_second_dialog_sets_its_own_message() -> None:
+    """Codex: the folder-trust dialog, answered, then "Hooks need review" while the pane is
+    still blocked: the last message is the second dialog's hint (new-user pass)."""
+    p = pane("unknown")
+    L.on_screen_state(p, "blocked", now=1.0, message=None)
+    assert p.last_message is None
+    effects = L.on_screen_state(p, "blocked", now=2.0, message="choose 2. Trust all and continue")
+    assert p.last_message == "choose 2. Trust all and continue"
+    assert isinstance(effects[0], rules.MarkDirty)
+    assert alerts(effects) == []  # the same requirement: no second alert
+
+
+def test_dialog_between_turns_leaves_the_pane_idle() -> None:
+    """A hooked pane between turns (Gemini CLI's sign-in after ``SessionStart``) is a dialog
+    candidate; the dialog gone, it is idle again, while one inside a turn goes on working."""
+    p = pane("idle", source="hook")
+    p.hooked = True
+    assert L.dialog_candidate(p)
+    p.pending_decision = Decision(id="d1", prompt="Bash: ls", options=[], received_at=0.0)
+    assert not L.dialog_candidate(p)  # a hook-reported request: the hooks say what it is
+    p.pending_decision = None
+    L.on_screen_state(p, "blocked", now=1.0)
+    assert L.dialog_candidate(p)
+    L.dialog_left(p, now=2.0)
+    assert (p.lifecycle, p.attention) == (Lifecycle.IDLE, Attention.NONE)
+    q = pane("working", source="hook")
+    q.hooked = True
+    L.on_screen_state(q, "blocked", now=1.0)
+    L.dialog_left(q, now=2.0)
+    assert q.lifecycle == Lifecycle.WORKING

@@ -69,3 +69,13 @@ def test_baseline_errors():
     pane.agent.agent_session_id = "S1"
     assert waits.check_baseline(pane, seqs, good) == (2, 1)
     assert pane.attention == Attention.NONE
+
+
+def test_exited_matches_a_restored_pane_whose_program_ended():
+    # After a daemon restart the pane keeps the lifecycle its exit gave it (done) and this
+    # daemon has no exit seq for it: it has still exited (no baseline); a live pane has not.
+    pane = make_pane(lifecycle="done", attention="unread")
+    pane.live = False
+    assert waits.evaluate(pane, {}, ["exited"], None, None) == waits.Satisfied("exited", 0)
+    pane.live = True
+    assert waits.evaluate(pane, {}, ["exited"], None, None) is None
