@@ -50,6 +50,8 @@ class DaemonProc:
             SIGNALTTY_SOCKET=self.socket,
             SIGNALTTY_DBUS="0",
             SIGNALTTY_NOTIFY="0",
+            # never the machine's own logind (tests/system/test_logind.py serves a fake one)
+            SIGNALTTY_LOGIND="0",
             SIGNALTTY_SHELL_PATH="0",
             SIGNALTTY_INTEGRATION_HOME=str(self.home),
             PYTHONPATH=str(REPO),

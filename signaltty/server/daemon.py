@@ -37,6 +37,7 @@ from signaltty.server.listener import Listener
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.refresh import ProcessRefresher, builtin_detect
 from signaltty.server.router import Router
+from signaltty.server.sleep import LogindLink, SleepWatch
 from signaltty.server.socketwatch import SocketWatch
 from signaltty.server.spawning import Spawner
 from signaltty.server.store import Store
@@ -67,6 +68,7 @@ TASK_NAMES = (
     "sighup-reload",
     "socket-watch",
     "dbus",
+    "logind",
 )
 SHUTDOWN_STEPS = (
     "hooks",
@@ -139,7 +141,11 @@ class Daemon:
         # Services get the collaborators they use; for what only the daemon does or knows
         # they get this object typed as one of the narrow Protocols of server/ports.py.
         store, config, runtimes = self.store, self.config, self.runtimes
-        self.sweep = ScreenSweep(store=store, config=config, runtimes=runtimes, catalogs=self)
+        # time asleep: native waits and the sweep's wall-clock holds leave it out (sleep.py)
+        self.sleep = SleepWatch()
+        self.sweep = ScreenSweep(
+            store=store, config=config, runtimes=runtimes, catalogs=self, clock=self.sleep
+        )
         self.hooks = HookService(
             store=store,
             config=config,
@@ -147,6 +153,11 @@ class Daemon:
             catalogs=self,
             facts=self,
             state_dir=self.state_dir,
+            clock=self.sleep,
+        )
+        # logind's delay lock (issue 15 item 3): saved before shutdown and sleep
+        self.logind = LogindLink(
+            self.sleep, self.save, enabled=os.environ.get("SIGNALTTY_LOGIND") != "0"
         )
         self.spawner = Spawner(
             store=store,
@@ -546,6 +557,10 @@ class Daemon:
           for them would cost every pane its process.
         - ``socket-watch`` RESTART: re-binds the socket path when a pane process takes it
           (server/socketwatch.py); it keeps only the inode it bound.
+        - ``logind`` RESTART: holds logind's delay lock (server/sleep.py). No bus, no
+          logind or a refusal is no failure: it says so in ``server.status.logind`` and
+          tries again every 5 minutes; a crash restarts it, since without the lock a
+          suspend or shutdown comes without a save.
 
         One-shots (``path-hydration``, ``sighup-reload``) are started where they are asked
         for; a failure is logged and shown, never restarted.
@@ -567,6 +582,12 @@ class Daemon:
         # a pane process re-binding our socket path (issue 10 third pass, A8)
         if self.socket_watch is not None:
             sup.start("socket-watch", self.socket_watch.run, Policy.RESTART)
+        if self.logind.enabled:
+            sup.start("logind", self.logind.run, Policy.RESTART)
+
+    def logind_status(self) -> dict[str, Any]:
+        """``server.status.logind`` (``LogindLink.status``)."""
+        return self.logind.status()
 
     def task_status(self) -> list[dict[str, Any]]:
         """``server.status.tasks`` (``Supervisor.status``)."""

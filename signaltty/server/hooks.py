@@ -34,6 +34,7 @@ from signaltty.server import ancestry
 from signaltty.server.config import Config
 from signaltty.server.pane_records import PaneRecords
 from signaltty.server.ports import CatalogSource, OriginFacts, Runtimes
+from signaltty.server.sleep import SleepWatch
 from signaltty.server.store import Store
 from signaltty.system.procref import ProcessRef
 
@@ -86,7 +87,7 @@ class Route:
     process_instance: str
     kind: str
     agent_session_id: str | None
-    deadline: float
+    deadline: float  # SleepWatch.awake() seconds: time asleep does not count (server/sleep.py)
     future: asyncio.Future[tuple[str, str | None]] = field(repr=False)
 
 
@@ -102,9 +103,13 @@ class HookService:
         catalogs: CatalogSource,
         facts: OriginFacts,
         state_dir: Path | None = None,
+        clock: SleepWatch | None = None,
     ) -> None:
-        """``state_dir`` holds ``pane-processes.json`` (``pane_records``; None: not kept)."""
+        """``state_dir`` holds ``pane-processes.json`` (``pane_records``; None: not kept);
+        ``clock`` measures native waits without the time asleep (a private one by default)."""
         self.store = store
+        self.clock = clock if clock is not None else SleepWatch()
+        self.clock.listeners.append(self._after_sleep)
         self.config = config
         self.runtimes = runtimes
         self.catalogs = catalogs
@@ -152,6 +157,17 @@ class HookService:
         route = self.routes.pop(decision_id, None)
         if route is not None and not route.future.done():
             route.future.set_result(("cancelled", _cancel_reason(reason)))
+
+    def _after_sleep(self, _shift_s: float) -> None:
+        """After a sleep, a pending native decision's wall-clock ``deadline`` (what clients
+        show) moves with its wait, which did not count the time asleep (server/sleep.py)."""
+        now = self.store.now()
+        for route in self.routes.values():
+            pane = self.store.panes.get(route.pane_id)
+            dec = pane.pending_decision if pane is not None else None
+            if dec is not None and dec.id == route.decision_id and dec.deadline is not None:
+                dec.deadline = now + max(0.0, route.deadline - self.clock.awake())
+                self.store.dirty = True
 
     def native_wait_s(self, kind: str, requested: float) -> float:
         """Seconds a native permission wait of agent ``kind`` lasts (issue 11 item 3).
@@ -451,7 +467,7 @@ class HookService:
                 pane.process_instance,
                 adapter.kind,
                 session_id,
-                loop.time() + timeout,
+                self.clock.awake() + timeout,
                 loop.create_future(),
             )
             self.routes[decision.id] = route
@@ -578,13 +594,22 @@ class HookService:
         return tracked in chain.pids and ancestry.is_alive(tracked)
 
     async def _wait_verdict(self, route: Route, result: dict[str, Any]) -> dict[str, Any]:
-        loop = asyncio.get_running_loop()
+        kind: str
+        value: str | None
         try:
-            kind, value = await asyncio.wait_for(
-                asyncio.shield(route.future), max(0.0, route.deadline - loop.time())
-            )
-        except TimeoutError:
-            kind, value = "cancelled", "timeout"
+            while True:
+                left = route.deadline - self.clock.awake()
+                if left <= 0:
+                    kind, value = "cancelled", "timeout"
+                    break
+                try:
+                    # while logind's sleep window is open the awake clock stands still:
+                    # look again every half second rather than spin on a tiny `left`
+                    wait = max(left, 0.5) if self.clock.asleep else left
+                    kind, value = await asyncio.wait_for(asyncio.shield(route.future), wait)
+                    break
+                except TimeoutError:
+                    continue  # asleep meanwhile: what is left of the wait is measured again
         except asyncio.CancelledError:
             # The reporter went away (EOF/another line) or the daemon shuts down.
             self._end_without_verdict(route, "native_cancelled")
@@ -736,7 +761,6 @@ class HookService:
         option = self._option(dec, p)
         if dec.native:
             route = self.routes.get(dec.id)
-            loop = asyncio.get_running_loop()
             if option not in ("once", "deny"):
                 raise SignalttyError(
                     "BAD_PARAMS", "a native decision takes once or deny", {"field": "option_id"}
@@ -751,7 +775,7 @@ class HookService:
                 or (
                     route.agent_session_id and route.agent_session_id != pane.agent.agent_session_id
                 )
-                or loop.time() > route.deadline
+                or self.clock.awake() > route.deadline
             ):
                 raise SignalttyError("NO_SUCH_DECISION", f"decision is no longer pending: {dec.id}")
             del self.routes[dec.id]

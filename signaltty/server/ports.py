@@ -142,6 +142,10 @@ class StatusFacts(Hydration, Protocol):
         """``server.status.tasks``: the supervised tasks (server/supervisor.py)."""
         ...
 
+    def logind_status(self) -> dict[str, Any]:
+        """``server.status.logind``: logind's delay lock (server/sleep.py)."""
+        ...
+
 
 class Client(Viewer, Protocol):
     """The connection a method is called on (``server.listener.Connection``); handlers

@@ -34,6 +34,7 @@ from signaltty.core.states import Authority, Lifecycle
 from signaltty.server.config import Config
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.ports import CatalogSource, Runtimes
+from signaltty.server.sleep import SleepWatch
 from signaltty.server.store import Store
 
 log = structlog.get_logger("signaltty.sweep")
@@ -102,9 +103,18 @@ class ScreenSweep:
     """The 500 ms loop (see module docstring); ``await tick()`` is one pass."""
 
     def __init__(
-        self, *, store: Store, config: Config, runtimes: Runtimes, catalogs: CatalogSource
+        self,
+        *,
+        store: Store,
+        config: Config,
+        runtimes: Runtimes,
+        catalogs: CatalogSource,
+        clock: SleepWatch | None = None,
     ) -> None:
         self.store = store
+        # the holds below count wall-clock seconds; a sleep must not count (server/sleep.py)
+        self.clock = clock if clock is not None else SleepWatch()
+        self.clock.listeners.append(self.after_sleep)
         self.config = config
         self.runtimes = runtimes
         self.catalogs = catalogs
@@ -137,10 +147,24 @@ class ScreenSweep:
             except Exception:  # noqa: BLE001 - one bad pane must not stop classification
                 log.exception("sweep.failed")
 
+    def after_sleep(self, shift_s: float) -> None:
+        """Move every running hold and recovery timer forward by ``shift_s`` seconds asleep:
+        a sleep is neither quiet time nor time an idle screen was held (states.md §3.8)."""
+        for st in self.state.values():
+            if st.evidence_since is not None:
+                st.evidence_since += shift_s
+            if st.settle_since is not None:
+                st.settle_since += shift_s
+            if st.idle_since is not None:
+                st.idle_since += shift_s
+            if st.dialog_since is not None:
+                st.dialog_since += shift_s
+
     async def tick(self) -> None:
         """One pass over every pane, yielding every ``SLICE_S``; never raises for one pane."""
         started = slice_start = time.perf_counter()
         busy = 0.0
+        self.clock.poll()  # first: a tick right after a resume must see the shift
         now = self.store.now()
         runtimes = self.runtimes
         store = self.store

@@ -67,6 +67,8 @@ class ServerHandlers:
             "connections": d.listener.stats() if d.listener else {},
             "sweep": self.sweep.stats(),
             "tasks": d.task_status(),
+            # logind's delay lock: {state, reason, …} (desktop-and-service.md §3.4)
+            "logind": d.logind_status(),
             # {dumpable, ptrace_scope}: can pane processes ptrace us (issue 10 third pass, A6)
             "hardening": hardening.status(),
         }
