@@ -135,7 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_parser("get", parents=[common], help="one workspace and its panes").add_argument(
         "id", help="workspace id or handle"
     )
-    r = w.add_parser("rename", parents=[common], help="give a workspace a new name (and handle)")
+    r = w.add_parser(
+        "rename", parents=[common], help="give a workspace a new display name (its handle stays)"
+    )
     r.add_argument("id")
     r.add_argument("name")
     c = w.add_parser("close", parents=[common], help="close a workspace and end its panes")
@@ -823,6 +825,14 @@ def _split_tail(args: argparse.Namespace) -> list[str] | None:
     return cmd or None
 
 
+def _abs_cwd(value: str | None) -> str | None:
+    """``--cwd`` as the daemon needs it: absolute, read against the directory the command runs
+    in (the daemon has its own; a new-user pass found `--cwd .` refused)."""
+    if value is None or os.path.isabs(value):
+        return value
+    return os.path.abspath(value)
+
+
 def _require_terminal(what: str) -> None:
     """Refuse an interactive attach without a terminal on stdin, as tmux does ("open
     terminal failed: not a terminal"): raw mode and the screen need one, and nothing is
@@ -841,7 +851,7 @@ def _new(args: argparse.Namespace, cl: Client) -> int:
     argv = _command(args.cmd_argv)
     if argv is None and args.agent is None:
         argv = [os.environ.get("SHELL") or "sh"]
-    ws = cl.call("workspace.create", {"name": args.name, "cwd": args.cwd or os.getcwd()})[
+    ws = cl.call("workspace.create", {"name": args.name, "cwd": _abs_cwd(args.cwd) or os.getcwd()})[
         "workspace"
     ]
     try:
@@ -915,7 +925,7 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
                 "argv": argv,
                 "agent": args.agent,
                 **_launch_params(args),
-                "cwd": args.cwd,
+                "cwd": _abs_cwd(args.cwd),
                 "agent_hint": args.hint,
                 "label": args.label,
                 "parent_pane_id": args.parent_pane,
@@ -935,7 +945,7 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
                 "argv": argv,
                 "agent": args.agent,
                 **_launch_params(args),
-                "cwd": args.cwd,
+                "cwd": _abs_cwd(args.cwd),
                 "label": args.label,
                 "env": _env_param(args),
             },

@@ -235,15 +235,12 @@ def why_not_attach(p: dict[str, Any]) -> str | None:
 
 
 def pane_age(p: dict[str, Any], now: float) -> str:
-    """Time in the current lifecycle (``lifecycle_since``, else since the pane was created).
-
-    A pane whose program is gone does not age: its time is frozen at its last activity.
-    """
+    """Time in the current lifecycle (``lifecycle_since``, else since the pane was created);
+    for a pane whose program is gone, the time since it ended (a new-user pass found every
+    dead pane at a useless ``0s`` when it was frozen at the last output)."""
     since = _stamp(p.get("lifecycle_since")) or _stamp(p.get("created_at"))
     if since is None:
         return "-"
-    if dead_state(p) is not None:
-        now = _stamp(p.get("last_activity_at")) or since
     return age(now - since)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from signaltty.core import verdicts
 from signaltty.core.hooks import Classification, NotificationDraft
 from signaltty.core.limits import (
     MAX_LAST_MESSAGE,
@@ -751,11 +752,22 @@ def on_answer(pane: Pane, decision_id: str, option_id: str, *, now: float) -> li
         )
     ]
     pane.last_seen_at = now
+    # the request's own words ("permission requested") would outlive it in every list
+    pane.last_message = _answered_message(option_id)
     effects += [MarkDirty(), MarkNotificationsRead(pane.id, now)]
     effects += clear_attention(pane, "decision_answer")
     if pane.lifecycle == Lifecycle.BLOCKED and pane.pending_decision is None:
         effects += set_lifecycle(pane, Lifecycle.WORKING, "answer", now=now)
     return effects
+
+
+def _answered_message(option_id: str) -> str:
+    oid = option_id.lower()
+    if oid in verdicts.ALLOW_IDS:
+        return "permission allowed"
+    if oid in verdicts.DENY_IDS:
+        return "permission denied"
+    return sanitize_text(f"answered: {option_id}", MAX_LAST_MESSAGE)
 
 
 def on_resume(pane: Pane, process_instance: str, *, now: float) -> list[Effect]:

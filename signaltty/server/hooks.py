@@ -26,7 +26,7 @@ from signaltty.core import rules
 from signaltty.core.ids import new_id
 from signaltty.core.limits import MAX_HOOK_PAYLOAD
 from signaltty.core.model import Decision, Pane
-from signaltty.core.states import Lifecycle
+from signaltty.core.states import Attention, Lifecycle
 from signaltty.core.verdicts import ALLOW_IDS, DENY_IDS
 from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
@@ -931,7 +931,15 @@ class HookService:
         assert p.pane_id is not None
         pane = self.store.panes.get(p.pane_id)
         if pane is None or pane.pending_decision is None:
-            raise SignalttyError("NO_SUCH_DECISION", f"no pending decision on {p.pane_id}")
+            message = f"no pending decision on {p.pane_id}"
+            if pane is not None and pane.attention == Attention.PERMISSION_REQUIRED:
+                # the wait for an answer ended (timed out, or the agent went on): only the
+                # agent's own dialog can take it now (new-user pass)
+                message += (
+                    "; the request is no longer waiting for signaltty: answer it in the "
+                    f"agent's terminal (signaltty pane attach {p.pane_id})"
+                )
+            raise SignalttyError("NO_SUCH_DECISION", message)
         return pane
 
     @staticmethod

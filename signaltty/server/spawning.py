@@ -348,7 +348,7 @@ class Spawner:
             log.warning("pane.resume_refused", pane_id=pane.id, reason=str(exc))
             raise SignalttyError("BAD_PARAMS", f"not resumable: {exc}") from None
         if not argv:
-            raise SignalttyError("BAD_PARAMS", "not resumable")
+            raise SignalttyError("BAD_PARAMS", _not_resumable_reason(pane, adapter))
         live = sum(1 for p in store.panes.values() if p.live)
         if live >= self.config.server.max_live_panes:
             raise SignalttyError("RATE_LIMITED", f"more than {live} live panes")
@@ -382,3 +382,19 @@ class Spawner:
         runtime.start(proc)
         log.info("pane.resumed", pane_id=pane.id, pid=proc.pid)
         return pane
+
+
+def _not_resumable_reason(pane: Pane, adapter: object | None) -> str:
+    """``BAD_PARAMS`` text for a pane with nothing to resume: what is missing and what to
+    do instead (a new-user pass met a bare "not resumable")."""
+    info = pane.agent
+    if adapter is None or (info.catalog_id is None and info.kind in ("none", "generic")):
+        return (
+            "not resumable: this pane runs no agent signaltty can resume; "
+            "start its command again with `signaltty new`"
+        )
+    return (
+        f"not resumable: {info.display_name} reported no session id in this pane "
+        "(its hooks run from the first prompt on); start it again with `signaltty new`"
+    )
+

@@ -51,6 +51,21 @@ def test_new_list_get_read_json(daemon):
     assert daemon.cli("attention").stdout.strip() == "(nothing needs you)"
 
 
+def test_relative_cwd_is_read_against_the_commands_directory(daemon):
+    """`--cwd proj` means ./proj of the shell the command runs in, as every tool reads it
+    (the daemon's own directory is another one; a new-user pass found it refused)."""
+    proj = daemon.root / "proj"
+    (proj / "sub").mkdir(parents=True)
+    out = jcli(daemon, "new", "--cwd", "proj", "--", PY, "-c", "import os; print(os.getcwd())")
+    assert jcli(daemon, "pane", "get", out["pane_id"])["pane"]["launch_cwd"] == str(proj)
+    ws = jcli(daemon, "workspace", "get", out["workspace_id"])["workspace"]["id"]
+    sp = jcli(daemon, "pane", "spawn", "--workspace", ws, "--cwd", "proj/sub", "--", PY, "-c", "pass")
+    assert sp["pane"]["launch_cwd"] == str(proj / "sub")
+    r = daemon.cli("new", "--cwd", "missing", "--", "true")
+    assert r.returncode != 0
+    assert str(daemon.root / "missing") in r.stderr
+
+
 def test_errors_and_exit_codes(daemon):
     r = daemon.cli("pane", "get", "pane_nope")
     assert r.returncode == 1

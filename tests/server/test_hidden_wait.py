@@ -52,6 +52,8 @@ def test_codex_wait_ends_when_nobody_can_answer_elsewhere(hidden_daemon, tmp_roo
     r = d.cli("permission", "answer", a.id, "allow")
     assert r.returncode == 1
     assert "NO_SUCH_DECISION" in r.stderr
+    # …and says where the request can still be answered (new-user pass)
+    assert f"answer it in the agent's terminal (signaltty pane attach {a.id})" in r.stderr
     p = a.get()
     assert (p["lifecycle"], p["attention"]) == ("blocked", "permission_required")  # its dialog is up now
     gate.touch()

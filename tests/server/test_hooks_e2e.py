@@ -416,7 +416,9 @@ def test_resume_not_resumable(daemon):
         cl.call("wait", {"pane_id": p["id"], "until": "exited", "timeout_s": 10})
     with pytest.raises(SignalttyError) as exc:
         daemon.call("pane.resume", {"pane_id": p["id"]})
-    assert exc.value.message == "not resumable"
+    # it says why and what to do instead (new-user pass)
+    assert exc.value.message.startswith("not resumable: this pane runs no agent"), exc.value.message
+    assert "signaltty new" in exc.value.message
 
 
 def test_pane_submit_gate(daemon):

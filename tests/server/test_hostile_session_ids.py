@@ -115,7 +115,7 @@ def test_hostile_ids_from_hooks_never_reach_resume(daemon: DaemonProc) -> None:
         assert p["lifecycle"] in ("done", "exited", "idle"), p
         assert p["agent"]["agent_session_id"] is None
         assert p["agent"]["resume_argv"] is None
-        assert resume_refused(d, pane_id) == "not resumable"
+        assert resume_refused(d, pane_id).startswith("not resumable: ")
     assert "hook.session_id_rejected" in d.stderr()
     assert "starts with '-'" in d.stderr()
 
@@ -192,7 +192,7 @@ def test_hand_edited_snapshot_is_revalidated_on_restart(tmp_root: Path) -> None:
             assert p["restore_state"] == "RESTORED", p  # not RESUMABLE
             assert p["agent"]["agent_session_id"] is None
             assert p["agent"]["resume_argv"] is None
-            assert resume_refused(d, pane_id) == "not resumable"
+            assert resume_refused(d, pane_id).startswith("not resumable: ")
         assert "agent_session_id" in d.stderr()
         assert "dropped" in d.stderr()
         # control: the untouched pane still resumes with its own id

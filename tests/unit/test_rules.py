@@ -235,3 +235,12 @@ def test_restore_native_decision_unanswerable():
 def test_close_clears_decision_then_closed():
     pane = make_pane(pending_decision=decision())
     assert events(rules.on_close(pane)) == ["decision.cleared", "pane.closed"]
+
+
+def test_an_answer_replaces_the_requests_message():
+    """After allow or deny the pane no longer says "permission requested" (new-user pass)."""
+    for option, said in (("once", "permission allowed"), ("deny", "permission denied"), ("later", "answered: later")):
+        p = make_pane(lifecycle="blocked", attention="permission_required")
+        p.last_message = "permission requested"
+        rules.on_answer(p, "d1", option, now=1.0)
+        assert p.last_message == said
