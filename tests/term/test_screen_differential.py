@@ -293,6 +293,28 @@ def tui(
     return "".join(out)
 
 
+def inplace_redraw(rng: random.Random, frames: int, cols: int) -> str:
+    """An agent's status box on the main screen, erased upwards (``EL 2``, ``CUU``) and
+    printed again every frame, with new output lines now and then (Claude Code style)."""
+    out = [plain_lines(rng, 30, cols)]
+    height = 0
+    for f in range(frames):
+        if height:
+            out.append("\r" + f"{ESC}[2K{ESC}[1A" * (height - 1) + f"{ESC}[2K{ESC}[G")
+        if rng.random() < 0.05:
+            out.append(plain_lines(rng, rng.randint(1, 4), cols))
+        box = [
+            f"{ESC}[38;5;174m✻ {rng.choice(WORDS)}… ({f}s){ESC}[39m",
+            "",
+            f"{ESC}[2m╭{'─' * (cols - 2)}╮{ESC}[22m",
+            f"│ > {rng.choice(WORDS)}".ljust(cols - 1) + "│",
+            f"╰{'─' * (cols - 2)}╯",
+        ][: rng.randint(2, 5)]
+        out.append("\r\n".join(box))
+        height = len(box)
+    return "".join(out)
+
+
 def mixed(rng: random.Random, cols: int, rows: int) -> str:
     parts = [
         plain_lines(rng, 120, cols),
@@ -314,6 +336,7 @@ STREAMS: dict[str, Callable[[random.Random, int, int], str]] = {
     "sgr": lambda rng, c, r: sgr_lines(rng, 800, c),
     "tui_clear": lambda rng, c, r: tui(rng, 300, c, r, clear_every=5),
     "tui_repaint": lambda rng, c, r: tui(rng, 200, c, r, clear_every=None),
+    "inplace_redraw": lambda rng, c, r: inplace_redraw(rng, 300, c),
     "mixed": mixed,
 }
 
@@ -337,6 +360,9 @@ def test_fast_path_skips_what_it_should() -> None:
         "sgr": sgr_lines(rng, 3000, 80),
         # A cursor save in the skipped part blocks a cut (its position needs the drawing).
         "tui_clear": tui(rng, 600, 80, 24, clear_every=5, decsc=False),
+        # Frame elision: rows rewritten later in the window are not drawn.
+        "tui_repaint": tui(rng, 1500, 80, 24, clear_every=None, decsc=False),
+        "inplace_redraw": inplace_redraw(rng, 3000, 80),
     }
     for kind, text in cases.items():
         screen = PyteScreen(80, 24, window=16384)
@@ -409,6 +435,9 @@ def test_cursor_reports_at_the_byte_asked() -> None:
 
 LINES = "".join(f"line {i}\r\n" for i in range(40))
 CLEAR = "\x1b[H\x1b[2J"
+REPAINT = "".join(
+    f"\x1b[{r};1H\x1b[3{r}mrow {r} frame {f}\x1b[0m\x1b[K" for f in range(4) for r in (1, 3, 2)
+)
 NAMED: dict[str, tuple[str, int, int]] = {
     # (stream, cols, rows); each runs amid line floods and clears so the fast path is engaged.
     "esc_esc_clear": (LINES + "\x1b\x1b[2J" + LINES, 20, 5),
@@ -472,6 +501,79 @@ NAMED: dict[str, tuple[str, int, int]] = {
     ),
     "decaln_then_lines": ("\x1b#8" + LINES, 20, 5),
     "title_in_lines": ("".join(f"\x1b]0;t{i}\x07l{i}\r\n" for i in range(30)), 20, 5),
+    # Frame elision (repaint.py): rows rewritten in place, never cleared.
+    "repaint_rows_el": ("\x1b[?1049h" + REPAINT * 3, 20, 5),
+    "repaint_main_screen": (LINES + REPAINT * 3 + LINES, 20, 5),
+    "repaint_full_row_then_el": ("\x1b[?1049h" + ("\x1b[2;1H" + "f" * 20 + "\x1b[K") * 4, 20, 5),
+    "repaint_pending_wrap_kept": ("\x1b[?1049h" + ("\x1b[3;1H\x1b[33m" + "g" * 20) * 3, 20, 5),
+    "repaint_rep_after_dead_write": (
+        "\x1b[?1049h\x1b[1;1Hab\x1b[1;1H\x1b[31mxy\x1b[1;1H\x1b[Kq\x1b[2b" * 2,
+        20,
+        5,
+    ),
+    "repaint_wide_char_row": (
+        "\x1b[?1049h\x1b[2;1Hab中cd" + ("\x1b[2;4Hz\x1b[2;3Hy\x1b[2;4Hw") * 3,
+        20,
+        5,
+    ),
+    "repaint_coloured_erase": (
+        "\x1b[?1049h" + ("\x1b[44m\x1b[2;5H\x1b[K\x1b[0m\x1b[2;1Habc\x1b[42m\x1b[X") * 3,
+        20,
+        5,
+    ),
+    "repaint_ed2_sets_fill": (LINES + ("\x1b[45m\x1b[2Jab\x1b[0m\x1b[1;1Hcd\x1b[J") * 3, 20, 5),
+    "repaint_relative_moves": (
+        "\x1b[?1049h"
+        + ("\x1b[3;3Hab\x1b[A\x1b[2Dcd\x1b[B\rxy\x1b[Cz\x08w\tq\x1b[E\x1b[F\x1b[5G\x1b[2d.") * 4,
+        20,
+        5,
+    ),
+    "repaint_modes_and_titles_skipped": (
+        "\x1b[?1049h"
+        + "".join(
+            f"\x1b[1;1Hrow{i}\x1b[K\x1b[?25l\x1b[?7l\x1b]2;t{i}\x07\x1b[?2004h\x1b[?25h\x1b[?7h"
+            for i in range(6)
+        ),
+        20,
+        5,
+    ),
+    "repaint_ed3_skipped": (LINES + "\x1b[1;1Hx\x1b[K\x1b[3J\x1b[1;1Hy\x1b[K" * 2, 20, 5),
+    "repaint_scroll_region": (
+        LINES
+        + "\x1b[2;4r"
+        + ("\x1b[4;1Hab\x1b[K\n\x1b[4;1Hcd\x1b[K\x1bM\x1b[2;1Hz") * 3
+        + "\x1b[r",
+        20,
+        5,
+    ),
+    "repaint_barriers": (
+        "\x1b[?1049h"
+        + "\x1b[1;1Hab\x1b7\x1b[1;1Hcd\x1b8e\x1b[1;1H\x1b[2Lfg\x1b[1;1H\x1b[1Phi\x1b[1;1H\x1b(0qq"
+        + "\x1b(B\x1b[1;1H\x1b[4hjk\x1b[4l\x1b[1;1H\x1b[20hl\n\x1b[20l\x1b[1;1Hmn\x1b[Kop",
+        20,
+        5,
+    ),
+    "repaint_ed_partial": (
+        "\x1b[?1049h" + ("\x1b[3;4Hab\x1b[1J\x1b[2;2Hcd\x1b[0J\x1b[4;1Hef\x1b[2K") * 3,
+        20,
+        5,
+    ),
+    # Found by fuzzing: a G1 designation back to the one the segment started with.
+    "repaint_g1_designated_back": (
+        "\x1b[?1049h" + ("\x1b[1;1Hab\x1b[K\x1b)B\x1b[1;1Hk\x1b[K\x1b)0\x1b[1;1Hm\x1b[K") * 2,
+        20,
+        5,
+    ),
+    "repaint_non_ascii_digit": (
+        "\x1b[?1049h" + ("\x1b[2;1Hab\x1b[K\x1b[\u0661H\x1b[2;1Hc\x1b[K\x1b[3;\u0662Hd") * 2,
+        20,
+        5,
+    ),
+    "repaint_pending_wrap_moves": (
+        "\x1b[?1049h" + ("\x1b[2;1H" + "h" * 20 + "\x1b[A\x1b[3;1H" + "i" * 20 + "\x1b[2K") * 3,
+        20,
+        5,
+    ),
 }
 
 
@@ -772,6 +874,95 @@ def test_adversarial_streams(genome: bytes) -> None:
     hist = g.pick((0, 1, 3, 8))
     window = g.pick((16, 40, 100, 400))
     data = g.stream()
+    _differential(g, data, cols, rows, hist, window)
+
+
+# --- frame elision: generated repaint streams ----------------------------------------------------
+
+
+class RepaintGenes(Genes):
+    """Streams of in-place repaints on a small screen, so rows are rewritten often: absolute
+    and relative moves, rows of SGR and text that fit, fill or overflow the row, erases,
+    REP, modes and titles, and now and then a barrier (a scroll, a cursor save, a wide
+    character, an inserted line, a charset) or a read."""
+
+    def paint(self, cols: int) -> str:
+        parts = []
+        for _ in range(1 + self.next() % 2):
+            if self.next() % 3 == 0:
+                parts.append(f"{ESC}[{self.pick(SGR_PARAMS)}m")
+            parts.append(
+                self.pick(("ab", "xyz", "│", "─" * 3, "q" * cols, "w" * (cols // 2), "é", "k", "m"))
+            )
+        return "".join(parts)
+
+    def repaint_token(self, cols: int, rows: int) -> str:
+        g = self.next() % 96
+        row = 1 + self.next() % (rows + 1)
+        if g >= 32:  # mostly rows repainted in place
+            g = 25 if g < 64 else 0
+        if g < 8:
+            tail = self.pick(("", f"{ESC}[K", f"{ESC}[0K", f"{ESC}[1K", f"{ESC}[2K", f"{ESC}[?K"))
+            return f"{ESC}[{row};{self.pick(('1', '', str(1 + self.next() % cols)))}H{self.paint(cols)}{tail}"
+        if g < 11:
+            return self.paint(cols)
+        if g == 11:
+            return f"{ESC}[{self.num()}{self.pick('ABCDEFGdae`')}"
+        if g == 12:
+            return self.pick(("\r", "\n", "\x08", "\t", "\x0b", "\x07", "\x00", "\x85"))
+        if g == 13:
+            return f"{ESC}[{self.num()}{self.pick('KXJb')}"
+        if g == 14:
+            return self.pick(("\x1b[?2026h", "\x1b[?2026l", "\x1b[?25l", "\x1b[?25h", "\x1b[?7l"))
+        if g == 15:
+            return self.pick(("\x1b[?7h", "\x1b[20h", "\x1b[20l", "\x1b[4h", "\x1b[4l", "\x1b[?5h"))
+        if g == 16:
+            return f"{ESC}]2;{self.pick(TEXTS)}{self.pick((chr(7), ESC + chr(92)))}"
+        if g == 17:
+            return self.pick(ESCS)
+        if g == 18:
+            return self.pick(("中", "e\u0301", "❤️", "\u200b", "😀"))
+        if g == 19:
+            return self.pick(PATHOLOGIES)
+        if g == 20:
+            return f"{ESC}[{self.num()};{self.num()}r"
+        if g == 21:
+            return f"{ESC}[{self.num()}{self.pick('LMSTP@')}"
+        if g == 22:
+            return self.pick(("\x1b[3J", "\x1b[2J", "\x1b[?1049h", "\x1b[?1049l", "\x1bD", "\x1bM"))
+        if g == 23:
+            return f"{ESC}[6n"
+        if g == 24:
+            return self.pick(("\x1b(B", "\x1b)0", "\x1b)B", "\x1b(0", "\x0e", "\x0f"))
+        return f"{ESC}[{row};1H{self.paint(cols)}{ESC}[K"
+
+    def repaint_stream(self, cols: int, rows: int) -> bytes:
+        out = ["\x1b[?1049h"] if self.next() % 2 else ["line\r\n" * (self.next() % 12)]
+        for _ in range(self.next() % 96):
+            out.append(self.repaint_token(cols, rows))
+        return "".join(out).encode("utf-8", "surrogatepass")
+
+
+@settings(
+    max_examples=5_000,
+    deadline=None,
+    database=None,
+    phases=(Phase.generate, Phase.shrink),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.binary(min_size=0, max_size=600))
+def test_repaint_streams(genome: bytes) -> None:
+    """Frame elision against the reference on generated repaint streams (kind d)."""
+    g = RepaintGenes(genome)
+    cols = 3 + g.next() % 14
+    rows = 2 + g.next() % 5
+    hist = g.pick((0, 3, 8))
+    window = g.pick((16, 64, 256, 2048))
+    data = g.repaint_stream(cols, rows)
+    _differential(g, data, cols, rows, hist, window)
+
+
+def _differential(g: Genes, data: bytes, cols: int, rows: int, hist: int, window: int) -> None:
     fast = PyteScreen(cols, rows, history_lines=hist, window=window)
     ref = PyteScreen(cols, rows, history_lines=hist, fast_forward=False)
     queries = set(cursor_queries(data))
@@ -796,3 +987,24 @@ def test_adversarial_streams(genome: bytes) -> None:
         f"{bad} differ for {data!r} ({cols}x{rows}, history {hist}, window {window}): "
         + "; ".join(f"{k}: fast={a.get(k)!r:.200} ref={b.get(k)!r:.200}" for k in bad[:2])
     )
+
+
+def test_harness_catches_a_wrong_elision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calling a write dead when a later write covers only part of it must be caught."""
+    from signaltty.term.screen import repaint
+
+    def overlap(screen: Any, segment: Any) -> bytearray:
+        live = bytearray(len(segment.writes))
+        cover: dict[int, int] = {}
+        for index, y, first, stop in reversed(segment.spans):
+            bits = (1 << stop) - (1 << first)
+            if not cover.get(y, 0) & bits:  # wrong: any overlap counts as overwritten
+                live[index] = 1
+            cover[y] = cover.get(y, 0) | bits
+        return live
+
+    monkeypatch.setattr(repaint, "plan", overlap)
+    data = tui(random.Random(8), 120, 30, 6, clear_every=None, decsc=False)
+    data += "".join(f"\x1b[2;{c}Hab\x1b[2;{c + 1}Hc" for c in range(1, 20))
+    with pytest.raises(AssertionError, match="differs"):
+        run(data.encode(), cols=30, rows=6, window=1024, reads=0.2)

@@ -8,7 +8,7 @@ The parts, in the order bytes meet them:
 
 * ``engine`` — ``PyteScreen``, the ``VirtualScreen`` the daemon uses: cheap ``feed``, sliced
   ``drain``, and the lazy window that lets most output skip the cell model (``fastforward``,
-  ``history``) while every read stays identical to feeding every byte.
+  ``history``, ``repaint``) while every read stays identical to feeding every byte.
 * ``parser`` — ``TolerantStream``, a byte-exact ECMA-48 tokenizer (CSI private markers and
   intermediates, colon sub-parameters, OSC with a length cap, DCS/SOS/PM/APC swallowed, ``ESC``
   inside a sequence restarts it) with regex fast paths for whole sequences. pyte 0.8.2 draws the
@@ -21,6 +21,8 @@ The parts, in the order bytes meet them:
 * ``history`` — the line-printer fast-forward: rows that scroll into history computed as text.
 * ``fastforward`` — cuts at full clears of the alternate screen, with the state the skipped
   bytes leave behind folded exactly.
+* ``repaint`` — frame elision: in output that repaints rows in place without clearing, the
+  writes that later writes overwrite before anything reads them are skipped.
 * ``snapshot`` — the visible grid as terminal output; ``queries`` — the read interface.
 """
 

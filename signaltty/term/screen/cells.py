@@ -109,15 +109,18 @@ def _count(value: Any, limit: int) -> int:
 class _Glyphs(dict[str, Char]):
     """Memo ``char -> Char`` for one attribute set, so drawing does not ``_replace`` per cell."""
 
-    __slots__ = ("attrs",)
+    __slots__ = ("attrs", "_rest")
 
     def __init__(self, attrs: Char) -> None:
         super().__init__()
         self.attrs = attrs
+        self._rest = tuple(attrs[1:])
 
     def __missing__(self, char: str) -> Char:
         if len(self) >= _MEMO_LIMIT:
             self.clear()
-        glyph = self.attrs._replace(data=char)
+        # ``attrs._replace(data=char)`` without its per-call field mapping (a new colour set
+        # draws every character through here once).
+        glyph: Char = tuple.__new__(Char, (char, *self._rest))
         self[char] = glyph
         return glyph

@@ -9,12 +9,16 @@ Text moves through three stages on its way into the model (``HardenedScreen``):
 
 A *resolve* looks at the lazy text and, where it can prove the result is the same, replaces
 drawing by a cheaper equivalent: the line printer (``history.advance``) for runs of simple
-lines, cuts at clears of the alternate screen (``fastforward.scan``). What is left is drawn by
-pyte: at once for a *final* resolve (a read needs the exact model), or queued as committed
-text for the sliced drain of a *partial* resolve (the window is full). Committed text counts as
-pending for the pump's backpressure. Held text counts as pending only while resolves skip
-nothing (``skipping`` is false: a repaint-only TUI, an agent redrawing in place, or a new pane
-before its output has shown it can be skipped): the drain then commits it and draws it in
+lines, cuts at clears of the alternate screen (``fastforward.scan``), and frame elision
+(``repaint``) for TUIs that repaint rows in place: writes that later output overwrites are
+skipped (a partial resolve keeps the last quarter of the text held, where the next output
+may still overwrite them, and draws at most a budget of live writes at once). What is left is
+drawn by pyte: at once for a *final* resolve (a read needs the exact model), or queued as
+committed text for the sliced drain of a *partial* resolve (the window is full). Committed
+text counts as pending for the pump's backpressure. Held text counts as pending only while
+resolves skip nothing (``skipping`` is false: output with no clear, line run or overwritten
+write to skip, or a new pane before its output has shown it can be skipped): the drain then
+commits it and draws it in
 slices as without fast-forward, so a read or a cursor report never draws a window of it at
 once. While resolves do skip, held text is not pending and every read resolves it first
 (cheap: most of it is skipped); the window then stays at its full size, otherwise it shrinks
@@ -26,7 +30,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from typing import Final
 
-from signaltty.term.screen import fastforward, history
+from signaltty.term.screen import fastforward, history, repaint
 from signaltty.term.screen.parser import TolerantStream
 from signaltty.term.screen.state import HardenedScreen
 
@@ -72,6 +76,7 @@ class LazyFeed:
         self.skipping = False
         self._stopped = False
         self._at = 0
+        self._no_cut_before = 0
         self._prelude_budget = _PRELUDE_MAX
 
     # --- state ---------------------------------------------------------------------------------
@@ -155,6 +160,7 @@ class LazyFeed:
         skipped_before = self.stats["skipped"]
         self._stopped = False
         self._at = 0
+        self._no_cut_before = 0
         self._prelude_budget = _PRELUDE_MAX
         try:
             pos = self._run(text, final)
@@ -241,7 +247,11 @@ class LazyFeed:
         return self._through(text, pos, len(text), final)
 
     def _alt(self, text: str, pos: int, final: bool) -> tuple[int, bool]:
+        if pos < self._no_cut_before and repaint.applicable(self.screen):
+            # An earlier scan of this text found no clear to cut to before there.
+            return self._repaint(text, pos, final)
         found = fastforward.scan(text, pos)
+        self._no_cut_before = found.end
         if found.cut is not None:
             start, end = found.cut
             if fastforward.apply_cut(self.screen, self.stream, text, pos, found):
@@ -253,6 +263,10 @@ class LazyFeed:
                 self._through(text, pos, end, final)
             pos = end
             self._at = pos
+            if self._stopped:
+                return pos, False
+        if repaint.applicable(self.screen):
+            return self._repaint(text, pos, final)
         if found.blocker is not None:
             reason, _start, stop = found.blocker
             self.stats[f"blocked:{reason}"] += 1
@@ -276,9 +290,104 @@ class LazyFeed:
         if found.simple_end >= len(text) or _unfinished(text, found.simple_end):
             return pos, True  # simple to the end: the kept lines wait for more
         # Something not simple: pyte draws the kept lines and on to where simple lines may
-        # start again (the next line, or the end of a switch of screens).
+        # start again (the next line, or the end of a switch of screens), or, when the
+        # kept lines are short, draws them and follows what comes next as a repaint.
         self.stats["blocked:not-simple"] += 1
+        upto = found.simple_end
+        if repaint.applicable(self.screen) and (final or upto - pos <= self._prelude_budget):
+            if not final:
+                self._prelude_budget -= upto - pos
+            self._draw(text[pos:upto])
+            self._at = upto
+            return self._repaint(text, upto, final)
         return self._through(text, pos, _restart(text, found.simple_end), final), False
+
+    def _repaint(self, text: str, pos: int, final: bool) -> tuple[int, bool]:
+        """Frame elision over the segment at ``pos`` (``repaint``): dead writes skipped, the
+        rest drawn; then pyte draws the barrier that ended the segment, if any. A partial
+        resolve leaves the last quarter window held (later output may overwrite it) and
+        draws at most its budget at once: the rest is committed to the sliced drain."""
+        screen = self.screen
+        seg = repaint.scan(screen, text, pos)
+        writes = seg.writes
+        count = len(writes)
+        act_end = seg.end
+        state = seg.state
+        if not final and seg.blocker is None:
+            # Writes near the end may still be overwritten: held for the next resolve.
+            tail = len(text) - min(self._limit, len(text)) // 4
+            while count and writes[count - 1][1] > tail:
+                count -= 1
+            if not count:
+                return pos, True
+            if count < len(writes):
+                act_end = writes[count][0]
+                state = (writes[count][3], writes[count][4], writes[count][5])
+        if count:
+            live = repaint.plan(screen, seg)
+            dead = count - sum(live[:count])
+            if not dead:
+                self.stats["blocked:repaint-live"] += 1
+                self._through(text, pos, act_end, final)
+                if self._stopped:
+                    return act_end, False
+            else:
+                self.stats["elided"] += dead
+                for draw, a, b, at in _runs(seg, live, count, act_end, state):
+                    if draw:
+                        if not final:
+                            if b - a > self._prelude_budget:
+                                # Drawn enough at once: the rest goes to the sliced drain.
+                                self.stats["blocked:repaint-budget"] += 1
+                                return self._through(text, a, act_end, final), False
+                            self._prelude_budget -= b - a
+                        self._draw(text[a:b])
+                    else:
+                        repaint.apply_skip(screen, self.stream, text, seg, a, b, at)
+                        self.stats["skipped"] += b - a
+                    self._at = b
+        elif act_end > pos:  # no write at all: pyte draws the rest (modes, moves...)
+            self._through(text, pos, act_end, final)
+            if self._stopped:
+                return act_end, False
+        if seg.blocker is None or act_end < seg.end:
+            return act_end, True
+        reason, b0, b1 = seg.blocker
+        b1 = max(b1, b0 + 1)
+        self.stats[f"blocked:{reason}"] += 1
+        if final or b1 - b0 <= self._prelude_budget:
+            if not final:
+                self._prelude_budget -= b1 - b0
+            self._draw(text[b0:b1])
+            return b1, False
+        return self._through(text, b0, b1, final), False
+
+
+def _runs(
+    seg: repaint.Segment, live: bytearray, count: int, end: int, at_end: tuple[int, int, str]
+) -> list[tuple[bool, int, int, tuple[int, int, str]]]:
+    """The first ``count`` writes of ``seg`` and the text up to ``end`` as runs to draw
+    (live writes) and runs to skip (dead ones): ``(draw, start, end, state at the end)``;
+    ``at_end`` is the state at ``end``.
+    The text before a write goes with the write's run; the text after the last write with
+    the last run."""
+    writes = seg.writes
+    runs: list[tuple[bool, int, int, tuple[int, int, str]]] = []
+    a = seg.start
+    for i in range(count):
+        draw = bool(live[i])
+        if i + 1 < count and bool(live[i + 1]) == draw:
+            continue
+        if i + 1 < count:
+            nxt = writes[i + 1]
+            b = nxt[0]
+            state = (nxt[3], nxt[4], nxt[5])
+        else:
+            b = end
+            state = at_end
+        runs.append((draw, a, b, state))
+        a = b
+    return runs
 
 
 def _unfinished(text: str, at: int) -> bool:
