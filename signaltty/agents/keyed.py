@@ -44,8 +44,13 @@ GEMINI: Final = KeyedDialog(
     agent="gemini",
     event="Notification",
     options=(("once", "Allow once", b"1"), ("deny", "No (cancels the turn)", b"\x1b")),
+    # The question is the dialog box from its "? Tool  detail" line to the line before the
+    # options (tests/fixtures/real-agents/gemini/05_permission.txt); "1. Allow once" keeps
+    # Claude's "Do you want to proceed?" (options "1. Yes") from matching.
     dialog=re.compile(
-        r"Allow execution of|Apply this change|Do you want to proceed|Allow (?:this )?MCP"
+        r"(?P<question>(?m:^)[ \t│]*\? [^\n]{1,300}\n(?:[^\n]*\n){0,60}?[^\n]*"
+        r"(?:Allow execution of|Apply this change|Do you want to proceed|Allow (?:this )?MCP)"
+        r"[^\n]{0,300})\n(?:[^\n]*\n){0,3}?[ \t│]*(?:●[ \t]*)?1\. Allow once"
     ),
     ends_turn=frozenset({"deny"}),
 )
@@ -107,8 +112,12 @@ def question(dec: Decision, screen: str) -> str | None:
     match = spec.dialog.search(screen) if spec is not None else None
     if match is None or "question" not in match.re.groupindex:
         return None
-    lines = [line.strip() for line in match.group("question").splitlines()]
+    lines = [line.strip().strip(_BOX).strip() for line in match.group("question").splitlines()]
     return "\n".join(line for line in lines if line)[:MAX_QUESTION_CHARS] or None
+
+
+# the frame of a boxed dialog (Gemini CLI draws its questions in one): not part of the words
+_BOX: Final = "│╭╮╰╯─ \t"
 
 
 def _text(value: object) -> str | None:

@@ -115,7 +115,9 @@ def hook_event(argv: list[str]) -> int:
                 except (ValueError, RecursionError):
                     _err("invalid payload JSON")
                     return 1
-                if len(data) > MAX_PAYLOAD:
+                # the daemon measures the JSON it receives, not these bytes: escapes and
+                # number spellings change the length (sixth attack pass, finding 5)
+                if len(data) > MAX_PAYLOAD // 8 and _size(payload) > MAX_PAYLOAD:
                     payload = shrink_payload(payload, MAX_PAYLOAD)
             elif unparsed:
                 payload = {TRUNCATED_KEY: True}
@@ -186,18 +188,32 @@ def hook_event(argv: list[str]) -> int:
 
 
 def _size(value: Any) -> int:
-    return len(fastjson.dumps(value))
+    """The payload's length as the daemon measures it (compact JSON, characters); nesting
+    too deep to encode counts as too large (it is then cut, see ``_cut``)."""
+    try:
+        return len(fastjson.dumps(value, ensure_ascii=False))
+    except RecursionError:
+        return MAX_READ
 
 
-def _cut(value: Any, cap: int) -> Any:
+# Deeper than this, a shrunk payload keeps a marker instead of the rest (the model writes
+# tool_input: 500+ levels once overflowed the recursion in here; sixth attack pass).
+MAX_DEPTH = 32
+
+
+def _cut(value: Any, cap: int, depth: int = 0) -> Any:
     if isinstance(value, str):
         return (
             value if len(value) <= cap else value[:cap] + f"… [{len(value) - cap} characters cut]"
         )
+    if isinstance(value, list | dict) and depth >= MAX_DEPTH:
+        return "… [nested too deep]"
     if isinstance(value, list):
-        return [_cut(v, cap) for v in value[: max(1, cap // 8)]]
+        return [_cut(v, cap, depth + 1) for v in value[: max(1, cap // 8)]]
     if isinstance(value, dict):
-        return {k[:256]: _cut(v, cap) for k, v in list(value.items())[: max(1, cap // 8)]}
+        return {
+            k[:256]: _cut(v, cap, depth + 1) for k, v in list(value.items())[: max(1, cap // 8)]
+        }
     return value
 
 

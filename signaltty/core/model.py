@@ -301,6 +301,9 @@ class Pane:
     # state): that dialog leaving the screen ends the turn done/unread (issue 11 item 7, S5)
     input_at: float | None = None
     dialog_in_turn: bool = False
+    # runtime: when the last permission request was answered or seen answered (a late
+    # restatement of it then changes nothing; sixth attack pass, finding 4)
+    request_ended_at: float | None = None
 
     @property
     def authority(self) -> Authority:

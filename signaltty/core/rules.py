@@ -473,7 +473,12 @@ def _owes_permission(pane: Pane) -> bool:
     )
 
 
-def _went_past_request(pane: Pane, hook: HookInput) -> bool:
+# Claude's Notification(permission_prompt) comes 6-8 s after its PermissionRequest: within
+# this many seconds of the request's end it is taken for that request's restatement.
+LATE_RESTATEMENT_S = 15.0
+
+
+def went_past_request(pane: Pane, hook: HookInput) -> bool:
     """True when ``hook`` shows the agent is past the pending permission request.
 
     A tool's end counts for that tool only (another tool may finish while the dialog is up);
@@ -500,6 +505,7 @@ def resolve_request(pane: Pane, *, now: float) -> list[Effect]:
     cleared (its waiter ends, ``moved_on``), the requirement withdrawn, ``blocked`` →
     ``working``."""
     effects = clear_decision(pane, "moved_on")
+    pane.request_ended_at = now
     if pane.attention in (Attention.PERMISSION_REQUIRED, Attention.INPUT_REQUIRED):
         effects += clear_attention(pane, "hook")
     if pane.lifecycle == Lifecycle.BLOCKED:
@@ -599,7 +605,7 @@ def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
     attention = cls.attention
     message = cls.message
     draft = hook.draft
-    if _went_past_request(pane, hook):
+    if went_past_request(pane, hook):
         effects += resolve_request(pane, now=now)
     elif hook.event.lower() in _TURN_END and pane.pending_decision is not None:
         # a turn end while the agent still waits for our verdict: "needs approval" stays,
@@ -613,6 +619,16 @@ def on_hook(pane: Pane, hook: HookInput, *, now: float) -> HookOutcome:
     ):
         # Claude's Notification(permission_prompt) ~6-8 s after its request restates it:
         # no second alert, no second record (issue 11 item 11)
+        lifecycle = attention = message = draft = None
+    elif (
+        cls.cause == "permission"
+        and hook.decision is None
+        and pane.pending_decision is None
+        and pane.request_ended_at is not None
+        and now - pane.request_ended_at < LATE_RESTATEMENT_S
+    ):
+        # …and when the person answered before it came, it restates a request that is over:
+        # no "blocked" again, no second alert (sixth attack pass, finding 4)
         lifecycle = attention = message = draft = None
     if cls.notice:
         t = draft.title if draft else None
@@ -752,6 +768,7 @@ def on_answer(pane: Pane, decision_id: str, option_id: str, *, now: float) -> li
         )
     ]
     pane.last_seen_at = now
+    pane.request_ended_at = now
     # the request's own words ("permission requested") would outlive it in every list
     pane.last_message = _answered_message(option_id)
     effects += [MarkDirty(), MarkNotificationsRead(pane.id, now)]

@@ -22,12 +22,14 @@ import structlog
 from signaltty.agents import hook_input, keyed, permission, resume
 from signaltty.agents.adapters.base import Adapter
 from signaltty.agents.adapters.overlay import resolve_adapter
+from signaltty.agents.process_name import SHELLS
 from signaltty.core import rules
 from signaltty.core.ids import new_id
 from signaltty.core.limits import MAX_HOOK_PAYLOAD
 from signaltty.core.model import Decision, Pane
 from signaltty.core.states import Attention, Lifecycle
 from signaltty.core.verdicts import ALLOW_IDS, DENY_IDS
+from signaltty.installer.command import MANAGED_SUFFIX
 from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import ancestry
@@ -291,10 +293,7 @@ class HookService:
                 process: ``_check_typed_reporter``).
         """
         payload = p.payload
-        if (
-            payload is not None
-            and len(json.dumps(payload, separators=(",", ":"))) > MAX_HOOK_PAYLOAD
-        ):
+        if payload is not None and _payload_size(payload) > MAX_HOOK_PAYLOAD:
             raise SignalttyError(
                 "RATE_LIMITED", "payload larger than 256 KiB", {"field": "payload"}
             )
@@ -336,42 +335,94 @@ class HookService:
         async with self._hook_order:
             # 4–5. pane (the walk runs in a thread; the lock keeps hooks in arrival order)
             pane, chain, dropped = await self._pane_for(p, peer_pid or p.client_pid)
-            if pane is not None and dropped is None and keyed.is_typed(decision):
+            if pane is not None and dropped is None and keyed.is_keyed(decision):
+                # every decision answered by typing (Codex's reported ones, Gemini CLI's):
+                # only the pane's own agent, only from its own hook process, and the person
+                # is shown the dialog's own question (attack passes 3 and 6)
                 assert decision is not None
-                await self._check_typed_reporter(chain, adapter, peer_pid or p.client_pid)
+                _check_keyed_agent(pane, decision)
+                await self._check_typed_reporter(
+                    chain, adapter, peer_pid or p.client_pid, decision.agent or adapter.kind
+                )
                 self._screen_question(pane, decision)
-            result, route = self._apply_hook(p, adapter, decision, now, pane, chain, dropped)
+            # only the agent's own hook process may say it went past a permission request
+            # (sixth attack pass, finding 3: a tool's child sent PostToolUse and the waiting
+            # request read answered while the dialog still waited)
+            # (an agent not recognizable in the chain, e.g. a renamed wrapper, is not judged)
+            agent_hook = True
+            if (
+                pane is not None
+                and dropped is None
+                and chain is not None
+                and (
+                    pane.pending_decision is not None
+                    or pane.attention == Attention.PERMISSION_REQUIRED
+                )
+                and ancestry.agent_process(chain, adapter.builtin_names) is not None
+            ):
+                agent_hook = await self._from_agent_hook(chain, adapter)
+            result, route = self._apply_hook(
+                p, adapter, decision, now, pane, chain, dropped, agent_hook=agent_hook
+            )
         if route is None:
             return result
         return await self._wait_verdict(route, result)
 
     async def _check_typed_reporter(
-        self, chain: ancestry.Chain | None, adapter: Adapter, reporter_pid: int | None
+        self,
+        chain: ancestry.Chain | None,
+        adapter: Adapter,
+        reporter_pid: int | None,
+        agent_name: str,
     ) -> None:
         """A decision answered by typing is taken only from the agent's own hook process.
 
         Inside a pane, the reporter's parent must be the agent process
-        (``ancestry.agent_process``): a background task or an MCP server the agent started
-        is a deeper descendant and is refused. A reporter traced to no pane by ancestry must
-        be outside every pane by the guard's measure (the person). Issue 10, attack 3, A10.
+        (``ancestry.agent_process``), or a shell the agent started to run exactly our
+        managed hook command (Gemini CLI runs its hooks with ``bash -c``; the shell's command
+        line ends with ``installer.command.MANAGED_SUFFIX``): a background task or an MCP
+        server the agent started is a deeper descendant and is refused. A reporter traced to
+        no pane by ancestry must be outside every pane by the guard's measure (the person).
+        Issue 10, attack passes 3 (A10) and 6.
 
         Raises:
             SignalttyError: ``FORBIDDEN`` (``details.field = "decision"``).
         """
         if chain is not None and chain.pane_id is not None:
-            agent = ancestry.agent_process(chain, adapter.builtin_names)
-            if agent is not None and len(chain.pids) > 1 and chain.pids[1] == agent:
+            if await self._from_agent_hook(chain, adapter):
                 return
         elif reporter_pid is not None:
             origin = await self.origin(Caller(surface="hook", pid=reporter_pid))
             if not origin.inside:
                 return
-        log.warning("hook.typed_decision_refused", agent=adapter.kind, pid=reporter_pid)
+        log.warning(
+            "hook.typed_decision_refused",
+            agent=agent_name,
+            pid=reporter_pid,
+            chain=list(zip(chain.pids, chain.names, strict=False))[:8] if chain else None,
+        )
         raise SignalttyError(
             "FORBIDDEN",
-            f"a {adapter.kind} decision is accepted only from the agent's own hook process"
+            f"a {agent_name} decision is accepted only from the agent's own hook process"
             " (its parent must be the agent), not from a process the agent started",
             {"field": "decision"},
+        )
+
+    @staticmethod
+    async def _from_agent_hook(chain: ancestry.Chain, adapter: Adapter) -> bool:
+        """Whether the reporter is the agent's own hook process: its parent is the agent,
+        or a shell the agent started to run exactly a managed hook command (Gemini CLI runs
+        hooks with ``bash -c``; the shell's command line ends with ``MANAGED_SUFFIX``)."""
+        agent = ancestry.agent_process(chain, adapter.builtin_names)
+        if agent is None or len(chain.pids) < 2:
+            return False
+        if chain.pids[1] == agent:
+            return True
+        return (
+            len(chain.pids) > 2
+            and chain.pids[2] == agent
+            and chain.names[1] in SHELLS
+            and await asyncio.to_thread(_runs_managed_hook, chain.pids[1])
         )
 
     def _screen_question(self, pane: Pane, decision: Decision) -> None:
@@ -409,8 +460,13 @@ class HookService:
         pane: Pane | None,
         chain: ancestry.Chain | None,
         dropped: str | None,
+        *,
+        agent_hook: bool = True,
     ) -> tuple[dict[str, Any], Route | None]:
-        """Steps 6–15 once the pane is known (synchronous); the route to wait on, if any."""
+        """Steps 6–15 once the pane is known (synchronous); the route to wait on, if any.
+
+        ``agent_hook``: False when the reporter, traced to the pane, is not the agent's own
+        hook process; such a hook cannot end a pending permission request."""
         payload = p.payload
         base = {"agent": p.agent, "event": p.event}
         if dropped is not None:
@@ -486,6 +542,16 @@ class HookService:
             title=p.title,
             severity=p.severity,
         )
+        if not agent_hook and rules.went_past_request(pane, hook):
+            log.warning(
+                "hook.resolution_refused",
+                pane_id=pane.id,
+                hook=p.event,
+                chain=list(zip(chain.pids, chain.names, strict=False))[:8] if chain else None,
+            )
+            if route is not None:
+                self.routes.pop(route.decision_id, None)
+            return _dropped(base, pane, "not_agent_hook"), None
         known_session = pane.agent.agent_session_id
         outcome = rules.on_hook(pane, hook, now=now)
         if not outcome.accepted:
@@ -995,7 +1061,7 @@ class HookService:
         :meth:`_freeze`), noting when the screen now asks something else; a decision not
         seen on screen yet is frozen now if its dialog is up, else its stored prompt."""
         rt = self.runtimes.get(pane.id)
-        if rt is None or not keyed.is_typed(dec):
+        if rt is None or not keyed.is_keyed(dec):
             return dec.prompt
         now = keyed.question(dec, rt.screen.screen_text())
         frozen = self._frozen(pane, dec)
@@ -1099,3 +1165,50 @@ def _explicit_decision(spec: P.DecisionSpec, adapter: Adapter | None, now: float
 
 
 __all__ = ["HookService", "Route"]
+
+
+def _check_keyed_agent(pane: Pane, dec: Decision) -> None:
+    """A decision answered by one agent's dialog keys is taken only in a pane running that
+    agent (or one whose agent is not known yet): a hook naming ``--agent gemini`` from a
+    Claude pane would otherwise have "Allow once" type Gemini's ``1`` into Claude's dialog
+    (sixth attack pass, finding 1). ``_check_typed_reporter`` then wants the reporter's parent
+    to be that agent's process.
+
+    Raises:
+        SignalttyError: ``FORBIDDEN`` (``details.field = "agent"``).
+    """
+    info = pane.agent
+    if dec.agent in (info.kind, info.catalog_id):
+        return
+    if info.catalog_id is None and info.kind in ("generic", "none"):
+        return  # not known yet (started from a shell): the reporter's parent decides below
+    log.warning("hook.keyed_agent_mismatch", pane_id=pane.id, agent=dec.agent,
+                pane_kind=pane.agent.kind)
+    raise SignalttyError(
+        "FORBIDDEN",
+        f"a {dec.agent} dialog decision is accepted only in a pane running {dec.agent}",
+        {"field": "agent"},
+    )
+
+
+def _runs_managed_hook(pid: int) -> bool:
+    """Whether ``pid`` is a shell running one of our managed hook commands (``sh -c '…
+    hook-event … # signaltty hook-event (managed)'``), read from ``/proc``."""
+    argv = ancestry.cmdline(pid)
+    return bool(
+        argv
+        and len(argv) >= 3
+        and argv[-2] == "-c"
+        and argv[-1].rstrip().endswith(MANAGED_SUFFIX.strip())
+    )
+
+
+def _payload_size(payload: object) -> int:
+    """A hook payload's size as the reporter measures it before sending (compact JSON in
+    characters, ``cli/fastpath.py`` ``_size``): non-ASCII text is not counted six times over
+    (sixth attack pass, finding 5). Nesting too deep to encode is too large."""
+    try:
+        return len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False))
+    except RecursionError:
+        return MAX_HOOK_PAYLOAD + 1
+

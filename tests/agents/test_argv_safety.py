@@ -253,3 +253,15 @@ def test_clean_restored_cwds_and_clean_panes() -> None:
     problems = resume.clean_restored(p)
     assert [x.split()[0] for x in problems] == ["cwd", "launch_cwd"]
     assert (p.cwd, p.launch_cwd) == ("/", "/")
+
+
+def test_gemini_takes_only_uuid_session_ids() -> None:
+    """Gemini CLI's `--resume` also takes `latest` and an index: from a hook either would
+    resume another conversation (sixth attack pass, finding 7), so its ids are UUIDs only."""
+    entry = load_catalog(None).entry("gemini")
+    assert entry is not None
+    grammar = entry.session_id_grammar
+    assert grammar is not None
+    assert id_problem(UUID, grammar) is None
+    for bad in ("latest", "3", "a92fbd97"):
+        assert id_problem(bad, grammar) == "does not match the agent's id grammar"

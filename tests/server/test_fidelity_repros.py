@@ -234,12 +234,29 @@ def test_nested_claude_p_under_nix_wrapper_is_dropped(daemon: DaemonProc, tmp_ro
 # ---------------------------------------------------------------- (f) big request
 
 
-def test_permission_request_over_256k_blocks_through_the_reporter(daemon: DaemonProc, tmp_root: Path) -> None:
+def _nested(depth: int, leaf: object) -> object:
+    for _ in range(depth):
+        leaf = {"a": leaf}
+    return leaf
+
+
+BIG_INPUTS = {
+    # 360 KB of file content in a Write request
+    "ascii": {"file_path": "/tmp/a.py", "content": "x = 1\n" * 60_000},
+    # 240 KB raw, but twice that as the daemon once measured it (\uXXXX escapes; sixth
+    # attack pass, finding 5): it must not be refused
+    "cjk": {"file_path": "/tmp/a.txt", "content": "漢字" * 40_000},
+    # 600 levels (the model writes MCP arguments): the shrink once overflowed (finding 6)
+    "nested": {"args": _nested(600, "y" * 300_000)},
+}
+
+
+@pytest.mark.parametrize("kind", list(BIG_INPUTS))
+def test_permission_request_over_256k_blocks_through_the_reporter(daemon: DaemonProc, tmp_root: Path, kind: str) -> None:
     big = tmp_root / "big.json"
-    content = "x = 1\n" * 60_000  # 360 KB of file content in a Write request
-    big.write_text(json.dumps({"session_id": "S1", "tool_name": "Write",
-                               "tool_input": {"file_path": "/tmp/a.py", "content": content}}))
-    assert big.stat().st_size > 256 * 1024
+    big.write_text(json.dumps({"session_id": "S1", "tool_name": "Write", "tool_input": BIG_INPUTS[kind]},
+                              ensure_ascii=False))
+    assert len(json.dumps(json.loads(big.read_text()))) > 256 * 1024
     gate = tmp_root / "gate"
     a = Agent(daemon, [
         hook("SessionStart", {"session_id": "S1"}),

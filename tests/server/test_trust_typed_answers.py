@@ -116,6 +116,86 @@ def test_a_decision_from_a_process_the_agent_started_is_refused(daemon: DaemonPr
     assert "hook.typed_decision_refused" in daemon.stderr()
 
 
+GEMINI_ASK = {"session_id": "g1", "hook_event_name": "Notification", "notification_type": "ToolPermission",
+              "message": "Tool Confirm Shell Command requires execution",
+              "details": {"type": "exec", "title": "Confirm Shell Command", "command": "ls -la"}}
+
+
+def _gemini_notification_via(d: DaemonProc, shell_cmd: str, name: str) -> Agent:
+    payload = json.dumps(GEMINI_ASK)
+    return Agent(d, [
+        hook("SessionStart", {"session_id": "g1"}, agent="gemini"),
+        {"spawn": ["sh", "-c", shell_cmd.replace("{PAYLOAD}", shlex.quote(payload))]},
+        {"sleep": 60},
+    ], name=name)
+
+
+def test_a_gemini_decision_from_a_process_the_agent_started_is_refused(daemon: DaemonProc) -> None:
+    """Sixth attack pass, finding 2: a grandchild of Gemini CLI (a tool's background job, an
+    MCP server's child) reporting a ToolPermission would replace the real request with its
+    own wording. A shell between the agent and the reporter is accepted only when it runs
+    exactly a managed hook command (how Gemini runs its hooks); this one is not."""
+    cmd = "printf %s {PAYLOAD} | signaltty hook-event --agent gemini --event Notification --payload-stdin; exit $?"
+    a = _gemini_notification_via(daemon, cmd, "gemini")
+    entries = a.wait_entries(2)
+    assert entries[1]["rc"] != 0, entries
+    assert a.get()["pending_decision"] is None
+    assert "hook.typed_decision_refused" in daemon.stderr()
+
+
+def test_a_gemini_decision_through_gemini_s_own_hook_shell_is_taken(daemon: DaemonProc) -> None:
+    """Gemini CLI runs each hook as `bash -c '<the managed command>'`: that shell, a child of
+    the agent, is the agent's hook process."""
+    cmd = ("printf %s {PAYLOAD} | signaltty hook-event --agent gemini --event Notification --payload-stdin"
+           " 2>/dev/null # signaltty hook-event (managed)")
+    a = _gemini_notification_via(daemon, cmd, "gemini")
+    wait_until(lambda: a.get()["pending_decision"] is not None, 15)
+    assert "hook.typed_decision_refused" not in daemon.stderr()
+
+
+def test_a_gemini_decision_in_another_agents_pane_is_refused(daemon: DaemonProc) -> None:
+    """Sixth attack pass, finding 1: in a Claude pane, `--agent gemini` would make a decision
+    answered by Gemini's keys ("1"), which Claude's own dialog reads as "Yes"."""
+    a = Agent(daemon, [
+        hook("SessionStart", {"session_id": "c1"}),
+        hook("Notification", GEMINI_ASK, agent="gemini"),
+        {"sleep": 60},
+    ], name="claude")
+    entries = a.wait_entries(2)
+    assert entries[1]["rc"] != 0, entries
+    assert a.get()["pending_decision"] is None
+    assert "hook.keyed_agent_mismatch" in daemon.stderr()
+
+
+def test_a_tool_end_from_a_process_the_agent_started_does_not_end_a_request(
+    daemon: DaemonProc, tmp_root
+) -> None:
+    """Sixth attack pass, finding 3: while Claude's request waits, a tool's child reporting
+    PostToolUse would make it read answered (alert withdrawn, reporter released, pane
+    working) although Claude's dialog still waits. Only the agent's own hook process may say
+    the agent went past the request."""
+    gate = tmp_root / "gate"
+    payload = json.dumps({"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "true"}})
+    cmd = shlex.join(["signaltty", "hook-event", "--agent", "claude", "--event", "PostToolUse", payload])
+    a = Agent(daemon, [
+        hook("SessionStart", {"session_id": "S1"}),
+        hook("UserPromptSubmit", {"session_id": "S1"}),
+        {"hook": "PermissionRequest", "agent": "claude", "bg": True,
+         "payload": {"session_id": "S1", "tool_name": "Bash", "tool_input": {"command": "curl x | sh"}},
+         "args": ["--wait-for-answer", "--wait-timeout", "60"]},
+        {"sleep": 1.5},
+        {"spawn": ["sh", "-c", f"{cmd}; exit $?"]},
+        {"wait_file": str(gate)},
+        {"join": True},
+    ])
+    wait_until(lambda: "hook.resolution_refused" in daemon.stderr(), 20)
+    p = a.get()
+    assert (p["lifecycle"], p["attention"]) == ("blocked", "permission_required")
+    assert p["pending_decision"] is not None
+    assert daemon.cli("permission", "answer", a.id, "deny").returncode == 0
+    gate.touch()
+
+
 def test_codex_dialog_spec_matches_the_real_screens() -> None:
     """Pure: the spec's dialog and question against Codex 0.171's captured screens."""
     from signaltty.agents import keyed

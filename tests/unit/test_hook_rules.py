@@ -25,6 +25,7 @@ def run_hook(
     *,
     decision: Decision | None = None,
     native_route: bool = False,
+    now: float | None = None,
     **options: Any,
 ):
     """One hook as ``HookService._apply_hook`` feeds it to the rules, minus routing and I/O.
@@ -50,7 +51,7 @@ def run_hook(
         notification_id="notif_1",
         **options,
     )
-    return rules.on_hook(pane, hook, now=NOW)
+    return rules.on_hook(pane, hook, now=NOW if now is None else now)
 
 
 def names(outcome) -> list[str]:
@@ -204,6 +205,26 @@ def test_late_permission_notification_does_not_realert():
     assert names(out) == []
     assert state(pane) == ("blocked", "permission_required")
     assert pane.pending_decision is not None
+
+
+@pytest.mark.parametrize("answered", ["terminal", "signaltty"])
+def test_a_permission_notification_after_the_answer_changes_nothing(answered):
+    """Sixth attack pass, finding 4: the person answered (in the dialog, PostToolUse; or with
+    signaltty) before Claude's Notification(permission_prompt) came: it restates a request
+    that is over — not blocked again, no second alert. Long after, it is a request again."""
+    pane = make_pane("claude", "working")
+    run_hook(pane, "claude", "PermissionRequest", BASH, native_route=True)
+    if answered == "terminal":
+        run_hook(pane, "claude", "PostToolUse", {"session_id": "S1", "tool_name": "Bash"}, now=NOW + 2)
+    else:
+        rules.on_answer(pane, pane.pending_decision.id, "once", now=NOW + 2)
+    assert state(pane) == ("working", "none")
+    note = {"session_id": "S1", "notification_type": "permission_prompt",
+            "message": "Claude needs your permission to use Bash"}
+    out = run_hook(pane, "claude", "Notification", note, now=NOW + 8)
+    assert (state(pane), alerts(out)) == (("working", "none"), [])
+    out = run_hook(pane, "claude", "Notification", note, now=NOW + 3 + rules.LATE_RESTATEMENT_S)
+    assert (state(pane), alerts(out)) == (("blocked", "permission_required"), ["permission"])
 
 
 def test_h8_permission_notification():

@@ -4,6 +4,7 @@ summary, the order of "next unread" and the small-terminal view (issue 13 §10).
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from prompt_toolkit.utils import get_cwidth
@@ -122,18 +123,22 @@ def test_table_fits_and_keeps_the_selection_visible(cols, rows):
         ("RESUMABLE", {"state": "exited", "code": None}, "resumable", "signaltty pane resume pane_dead0"),
     ],
 )
-def test_dead_panes_look_dead_and_do_not_age(restore, live, shown, why):
+def test_dead_panes_look_dead_and_age_from_their_end(restore, live, shown, why):
+    """A dead pane's AGE is the time since it ended, as for any lifecycle (a new-user pass
+    found every dead pane at 0s when it was frozen at its last output)."""
     from signaltty.cli.top_view import why_not_attach
 
+    ended = 1.8e9
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ended))
     dead = _pane("pane_dead0001", lifecycle="done", restore_state=restore, live=live,
-                 lifecycle_since="2026-01-01T00:00:00Z", last_activity_at="2026-01-01T00:05:00Z")
+                 lifecycle_since=stamp, last_activity_at=stamp)
     alive = _pane("pane_live0001", restore_state="LIVE", live={"state": "live"})
     st = TopState()
     st.set_panes([dead, alive])
-    for now in (1.8e9, 1.8e9 + 7200):  # two hours later the dead pane's age is the same
+    for now, shown_age in ((ended + 300, " 5m "), (ended + 7200, " 2h ")):
         row = next(x for x in _text(render(st, 100, 30, now)) if "t-pane_dead0001" in x)
         assert shown in row, row
-        assert " 5m " in row, row
+        assert shown_age in row, row
         assert "done" not in row, row
     assert why in why_not_attach(dead)
     assert "cannot attach" in why_not_attach(dead)

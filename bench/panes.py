@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Many panes at once, and memory per pane (issue 12: the "200 panes printing at once" and
+"RSS per pane after 300 KB of mixed output; memory returned after panes close" rows).
+
+Every figure is a ratio against a baseline measured in the same run:
+
+* **CPU per MB, N panes ÷ one pane**: a fresh daemon runs one pane ``cat`` of a mixed file
+  of N×S bytes, then (another fresh daemon) N panes at once, each ``cat`` of an S-byte
+  mixed file. Daemon CPU seconds per MB of output, the second ÷ the first (goal ≤ 1.1: the
+  cost of a byte must not grow with the number of panes, e.g. by the garbage collector
+  walking every pane's objects).
+* **RSS per pane**: a fresh daemon's RSS, then N panes each printing the same 300 KB of
+  mixed output (plain lines, SGR-heavy text, a TUI with clears; bench/flood.py's kinds a, b,
+  c) and staying alive, every screen read once; (RSS − RSS before) ÷ N. The same N windows
+  in a private tmux server give tmux's figure (server RSS − RSS with one idle session) ÷ N.
+  Goal: ≤ tmux's.
+* **Memory returned**: the same daemon after every pane is closed: (peak − after) ÷
+  (peak − before); 1.0 means everything the panes took was given back to the system.
+
+Usage: ``python bench/panes.py [--panes 200] [--size-kb 256] [--json]``;
+``--quick``: 50 panes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from typing import Any
+
+import psutil
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _harness as h
+import flood
+
+MIXED_KB = 300
+MB = 1e6
+
+
+def mixed_file(path: str, size: int, seed: int) -> int:
+    """Kinds a, b and c of bench/flood.py, a third of ``size`` bytes each, one after the
+    other (the TUI part leaves the alternate screen at its end). Returns the size."""
+    parts = []
+    for kind in ("a", "b", "c"):
+        part = f"{path}.{kind}"
+        flood.generate(kind, part, max(1, size // 3), seed)
+        parts.append(part)
+    with open(path, "wb") as out:
+        for part in parts:
+            with open(part, "rb") as f:
+                out.write(f.read())
+            os.unlink(part)
+        out.write(b"\x1b[?1049l\r\nend of mixed output\r\n")
+    return os.path.getsize(path)
+
+
+def _spawn(d: h.BenchDaemon, ws: str, argv: list[str]) -> str:
+    pane = d.call(
+        "pane.spawn",
+        {"workspace_id": ws, "argv": argv, "cols": flood.COLS, "rows": flood.ROWS},
+    )["pane"]
+    return str(pane["id"])
+
+
+def _wait_exited(d: h.BenchDaemon, pane_ids: list[str], timeout: float = 600) -> None:
+    with d.client(timeout=None) as c:
+        for pid in pane_ids:
+            c.call("wait", {"pane_id": pid, "until": "exited", "timeout_s": timeout})
+
+
+def cpu_per_mb(n: int, size: int, seed: int) -> dict[str, Any]:
+    """One pane printing ``n × size`` bytes, then ``n`` panes printing ``size`` bytes each."""
+    out: dict[str, Any] = {}
+    for label, panes, each in (("one", 1, n * size), ("many", n, size)):
+        with h.BenchDaemon(prefix="stpn-") as d:
+            path = d.path("in.txt")
+            got = mixed_file(path, each, seed)
+            ws = d.call("workspace.create", {"name": "w"})["workspace"]["id"]
+            cpu0 = d.cpu_seconds()
+            t0 = time.monotonic()
+            ids = [_spawn(d, ws, ["cat", path]) for _ in range(panes)]
+            _wait_exited(d, ids)
+            for pid in ids:  # every screen applied: what the person would read
+                d.call("pane.read", {"pane_id": pid, "mode": "screen"})
+            wall = time.monotonic() - t0
+            cpu = d.cpu_seconds() - cpu0
+            mb = got * panes / MB
+            out[label] = {"panes": panes, "mb": round(mb, 2), "cpu_s": round(cpu, 3),
+                          "cpu_s_per_mb": cpu / mb, "wall_s": round(wall, 2)}
+            h.log(f"{label}: {panes} pane(s), {mb:.1f} MB, {cpu:.2f} CPU s, {wall:.1f} s")
+    out["ratio"] = h.ratio(out["many"]["cpu_s_per_mb"], out["one"]["cpu_s_per_mb"])
+    return out
+
+
+def _rss(ps: psutil.Process) -> float:
+    return ps.memory_info().rss / (1024 * 1024)
+
+
+def signaltty_memory(n: int, seed: int) -> dict[str, Any]:
+    with h.BenchDaemon(prefix="stpm-") as d:
+        path = d.path("mixed.txt")
+        mixed_file(path, MIXED_KB * 1000, seed)
+        ws = d.call("workspace.create", {"name": "w"})["workspace"]["id"]
+        time.sleep(1.0)
+        before = d.rss_mb()
+        done = d.path("printed")
+        os.mkdir(done)
+        ids = []
+        for i in range(n):
+            script = f"cat '{path}'; : > '{done}/{i}'; exec sleep 100000"
+            ids.append(_spawn(d, ws, ["sh", "-c", script]))
+        deadline = time.monotonic() + 600
+        while len(os.listdir(done)) < n and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in ids:
+            d.call("pane.read", {"pane_id": pid, "mode": "screen"})
+        time.sleep(2.0)  # the sweep and the flusher have run over every pane
+        peak = d.rss_mb()
+        d.note_children()
+        for pid in ids:
+            d.call("pane.close", {"pane_id": pid, "signal": "KILL"})
+        time.sleep(5.0)
+        after = d.rss_mb()
+        per_pane = (peak - before) / n
+        returned = (peak - after) / (peak - before) if peak > before else None
+        h.log(f"signaltty: RSS {before:.1f} → {peak:.1f} MB with {n} panes → {after:.1f} MB closed")
+        return {"rss_before_mb": round(before, 2), "rss_peak_mb": round(peak, 2),
+                "rss_after_close_mb": round(after, 2), "per_pane_mb": per_pane,
+                "returned": returned}
+
+
+def tmux_memory(n: int, seed: int, tmp: str) -> dict[str, Any] | None:
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        return None
+    path = os.path.join(tmp, "mixed.txt")
+    mixed_file(path, MIXED_KB * 1000, seed)
+    sock = os.path.join(tmp, "tmux.sock")
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+    env.update(SHELL="/bin/sh", TERM=env.get("TERM") or "xterm-256color")
+    base = [tmux, "-S", sock, "-f", "/dev/null"]
+
+    def run(*args: str) -> str:
+        return subprocess.run([*base, *args], env=env, check=True, capture_output=True,
+                              text=True, timeout=60, stdin=subprocess.DEVNULL).stdout
+
+    try:
+        run("new-session", "-d", "-s", "idle", "-x", str(flood.COLS), "-y", str(flood.ROWS),
+            "sleep 100000")
+        ps = psutil.Process(int(run("display-message", "-p", "#{pid}").strip()))
+        time.sleep(1.0)
+        before = _rss(ps)
+        done = os.path.join(tmp, "tmux-printed")
+        os.mkdir(done)
+        for i in range(n):
+            script = f"cat '{path}'; : > '{done}/{i}'; exec sleep 100000"
+            run("new-window", "-d", "-t", "idle", script)
+        deadline = time.monotonic() + 600
+        while len(os.listdir(done)) < n and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2.0)
+        peak = _rss(ps)
+        h.log(f"tmux: RSS {before:.1f} → {peak:.1f} MB with {n} windows")
+        return {"rss_before_mb": round(before, 2), "rss_peak_mb": round(peak, 2),
+                "per_pane_mb": (peak - before) / n}
+    finally:
+        subprocess.run([*base, "kill-server"], env=env, capture_output=True, timeout=60)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--panes", type=int, default=None, help="panes at once (200; 50 with --quick)")
+    ap.add_argument("--size-kb", type=int, default=256, help="output per pane in the CPU phase")
+    ap.add_argument("--quick", action="store_true", help="50 panes")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--json", action="store_true", help="JSON on stdout (the table goes to stderr)")
+    args = ap.parse_args(argv)
+    n = args.panes or (50 if args.quick else 200)
+    with h.terminate_on_signals():
+        cpu = cpu_per_mb(n, args.size_kb * 1000, args.seed)
+        mem = signaltty_memory(n, args.seed)
+        with h.BenchDaemon(prefix="stpt-") as scratch:  # only for its temp dir and cleanup
+            tmux = tmux_memory(n, args.seed, scratch.tmp)
+    rows = [
+        ["CPU s per MB, 1 pane", h.fmt(cpu["one"]["cpu_s_per_mb"], 4), "", ""],
+        [f"CPU s per MB, {n} panes at once", h.fmt(cpu["many"]["cpu_s_per_mb"], 4),
+         h.fmt(cpu["ratio"]), "≤ 1.1"],
+        [f"RSS per pane after {MIXED_KB} KB mixed (MB)", h.fmt(mem["per_pane_mb"], 3),
+         h.fmt(h.ratio(mem["per_pane_mb"], tmux["per_pane_mb"]) if tmux else None),
+         "≤ 1.0 (÷ tmux)"],
+        ["tmux RSS per pane (MB)", h.fmt(tmux["per_pane_mb"], 3) if tmux else "-", "", ""],
+        ["memory returned after close", h.fmt(mem["returned"]), "", "1.0"],
+    ]
+    out = sys.stderr if args.json else sys.stdout
+    h.print_table(f"bench/panes.py, {n} panes", ["figure", "value", "ratio", "goal"], rows, out)
+    if args.json:
+        h.dump_json({"machine": h.machine_info(), "code": h.code_version(), "panes": n,
+                     "cpu": cpu, "signaltty_memory": mem, "tmux_memory": tmux})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
