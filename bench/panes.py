@@ -43,19 +43,21 @@ MB = 1e6
 
 
 def mixed_file(path: str, size: int, seed: int) -> int:
-    """Kinds a, b and c of bench/flood.py, a third of ``size`` bytes each, one after the
-    other (the TUI part leaves the alternate screen at its end). Returns the size."""
-    parts = []
-    for kind in ("a", "b", "c"):
-        part = f"{path}.{kind}"
-        flood.generate(kind, part, max(1, size // 3), seed)
-        parts.append(part)
+    """Kinds a, b and c of bench/flood.py, about a third of ``size`` bytes each, one after
+    the other; each part is cut at a line end (flood's generator writes in large batches),
+    the TUI part then leaves the alternate screen. Returns the size written."""
     with open(path, "wb") as out:
-        for part in parts:
+        for kind in ("a", "b", "c"):
+            part = f"{path}.{kind}"
+            flood.generate(kind, part, max(1, size // 3), seed)
             with open(part, "rb") as f:
-                out.write(f.read())
+                data = f.read(max(1, size // 3))
             os.unlink(part)
-        out.write(b"\x1b[?1049l\r\nend of mixed output\r\n")
+            # a line end (a, b) or the end of a frame (c: before its ESU)
+            cut = data.rfind(b"\n") + 1 if kind != "c" else data.rfind(b"\x1b[?2026l")
+            out.write(data[:cut] if cut > 0 else data)
+            out.write(b"\x1b[0m\x1b[?2026l")
+        out.write(b"\x1b[?1049l\x1b[?25h\r\nend of mixed output\r\n")
     return os.path.getsize(path)
 
 

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import fcntl
 import functools
+import gc
 import os
 import signal
 import socket
@@ -43,7 +44,15 @@ from signaltty.server.spawning import Spawner
 from signaltty.server.store import Store
 from signaltty.server.supervisor import InjectedFault, Policy, Supervisor, parse_faults
 from signaltty.server.sweep import ScreenSweep
-from signaltty.system import hardening, paths, sdnotify, shellpath, statefile, subreaper
+from signaltty.system import (
+    hardening,
+    memory,
+    paths,
+    sdnotify,
+    shellpath,
+    statefile,
+    subreaper,
+)
 from signaltty.system.logging import configure_logging
 
 log = structlog.get_logger("signaltty.daemon")
@@ -57,6 +66,8 @@ _FINAL_SETTLE_PANE_S = 2.0
 _FINAL_SETTLE_S = 5.0
 _KILL_AFTER_S = 3.0
 _CLOSE_KILL_AFTER_S = 5.0
+# after the last pane close, collect and trim once (a burst of closes costs one pass)
+_TRIM_AFTER_S = 1.0
 # Names of the supervised tasks and of the shutdown steps (SIGNALTTY_FAULTS may name them).
 TASK_NAMES = (
     "watchdog",
@@ -195,6 +206,7 @@ class Daemon:
         self._saved_offsets: dict[str, int] = {}
         self._reapers: set[asyncio.Task[None]] = set()
         self._closing: set[PaneRuntime] = set()
+        self._trim_handle: asyncio.TimerHandle | None = None
         self._hurry = False
         self.dbus_service: Any = None  # signaltty.desktop.dbus.DbusService once started
         self.notifier: Any = None  # signaltty.desktop.notify.Notifier once started
@@ -790,6 +802,29 @@ class Daemon:
         else:
             self._hurry = True
 
+    def release_memory_later(self) -> None:
+        """Collect the closed panes' objects (their screens hold reference cycles) and give
+        the freed heap back to the system (``system/memory.py``), once, ``_TRIM_AFTER_S``
+        after the last close: a burst of closes costs one pass (issue 12)."""
+        if self._trim_handle is not None:
+            self._trim_handle.cancel()
+        loop = asyncio.get_running_loop()
+        self._trim_handle = loop.call_later(_TRIM_AFTER_S, self._release_memory)
+
+    def _release_memory(self) -> None:
+        self._trim_handle = None
+        started = time.perf_counter()
+        collected = gc.collect()
+        mid = time.perf_counter()
+        released = memory.trim()
+        log.debug(
+            "memory.released",
+            collected=collected,
+            gc_ms=round((mid - started) * 1000, 1),
+            trim_ms=round((time.perf_counter() - mid) * 1000, 1),
+            returned=released,
+        )
+
     def reap_later(self, rt: PaneRuntime) -> None:
         """After ``pane.close``: SIGKILL the group if the child is still there after 5 s."""
 
@@ -807,6 +842,7 @@ class Daemon:
                 self._closing.discard(rt)
                 if rt.watcher is not None:
                     rt.watcher.close()
+                self.release_memory_later()
 
         self._closing.add(rt)
         task = asyncio.get_running_loop().create_task(reaper())

@@ -60,6 +60,10 @@ class Control(Protocol):
         """After ``pane.close``: SIGKILL the group if the child outlives 5 s."""
         ...
 
+    def release_memory_later(self) -> None:
+        """A pane's runtime is gone: give its memory back to the system soon (debounced)."""
+        ...
+
     async def reload_agents(self) -> dict[str, Any]:
         """``agents.reload``; returns the new listing. Raises ``SignalttyError`` IO_ERROR."""
         ...

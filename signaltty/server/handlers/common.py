@@ -109,6 +109,7 @@ class Panes:
             if rt.proc is not None:
                 self._control.reap_later(rt)
             rt.close()
+            self._control.release_memory_later()
         self.store.apply(rules.on_close(pane))
         del self.store.panes[pane_id]
         self.store.seqs.pop(pane_id, None)
