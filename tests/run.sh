@@ -18,7 +18,10 @@ command -v fish >/dev/null 2>&1 || need+=(fish)
 if [ "$(id -u)" = 0 ]; then
   command -v useradd >/dev/null 2>&1 || need+=(passwd)
   command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+  # the OpenSSH tier (tests/remote/test_ssh_host.py) starts its own sshd on 127.0.0.1
+  [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 fi
+command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "tests/run.sh: installing ${need[*]} (Debian packages)"

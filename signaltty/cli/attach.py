@@ -2,7 +2,9 @@
 
 One connection streams (``subscribe`` to ``pane.exited``/``pane.closed`` + ``pane.attach``);
 a second one carries ``pane.input`` and ``pane.resize`` so a slow write never stalls the
-output stream. Spec: protocol.md §10 ``pane attach``.
+output stream. When the daemon restarts in place (``server.restarting``, issue 15) the
+stream reconnects by itself and attaches again: the new snapshot shows everything printed
+meanwhile. Spec: protocol.md §10 ``pane attach``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,19 @@ import shutil
 import signal
 import sys
 import termios
+import time
 import tty
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from signaltty.proto.client import Client
 
+if TYPE_CHECKING:
+    from signaltty.proto.sshlink import Remote
+
 DETACH_BYTE = b"\x1d"  # Ctrl+]
+# a restarting daemon answers again within this (its code check takes most of it)
+REATTACH_WITHIN_S = 45.0
+_STREAM_EVENTS = ["pane.exited", "pane.closed", "server.restarting"]
 
 
 def _size() -> tuple[int, int]:
@@ -33,7 +42,7 @@ class _Control:
     the call sent once more (an idle close happens only with no request in flight, so the
     first one was never read)."""
 
-    def __init__(self, socket_path: str) -> None:
+    def __init__(self, socket_path: str | Remote) -> None:
         self._path = socket_path
         self._client = Client(socket_path)
 
@@ -49,7 +58,7 @@ class _Control:
         self._client.close()
 
 
-def attach(socket_path: str, pane_id: str) -> int:
+def attach(socket_path: str | Remote, pane_id: str) -> int:
     """Attach the controlling terminal to ``pane_id``; returns the exit code.
 
     Raises:
@@ -61,7 +70,7 @@ def attach(socket_path: str, pane_id: str) -> int:
     out = sys.stdout.buffer
     is_tty = os.isatty(stdin_fd)
     try:
-        stream.call("subscribe", {"events": ["pane.exited", "pane.closed"]})
+        stream.call("subscribe", {"events": _STREAM_EVENTS})
         cols, rows = _size() if is_tty else (None, None)
         r = stream.call("pane.attach", {"pane_id": pane_id, "cols": cols, "rows": rows})
         pane_id = r.get("pane_id") or pane_id  # the full id when a short one was typed
@@ -78,7 +87,7 @@ def attach(socket_path: str, pane_id: str) -> int:
             # TCSANOW: keys typed while attaching are kept, not flushed.
             tty.setraw(stdin_fd, termios.TCSANOW)
         try:
-            return _loop(stream, control, pane_id, stdin_fd, out, winch)
+            return _loop(stream, control, pane_id, stdin_fd, out, winch, socket_path, is_tty)
         finally:
             if saved is not None:
                 termios.tcsetattr(stdin_fd, termios.TCSADRAIN, saved)
@@ -88,17 +97,51 @@ def attach(socket_path: str, pane_id: str) -> int:
         control.close()
 
 
+def _reattach(socket_path: str | Remote, pane_id: str, out: Any, is_tty: bool) -> Client | None:
+    """A new stream to the restarted daemon, its snapshot drawn; None if it does not answer
+    within ``REATTACH_WITHIN_S``."""
+    deadline = time.monotonic() + REATTACH_WITHIN_S
+    while time.monotonic() < deadline:
+        try:
+            stream = Client(socket_path)
+        except OSError:
+            time.sleep(0.2)
+            continue
+        try:
+            stream.call("subscribe", {"events": _STREAM_EVENTS})
+            cols, rows = _size() if is_tty else (None, None)
+            r = stream.call("pane.attach", {"pane_id": pane_id, "cols": cols, "rows": rows})
+        except (OSError, ConnectionError):
+            stream.close()
+            time.sleep(0.2)
+            continue
+        out.write(b"\x1b[H\x1b[2J" + base64.b64decode(r["snapshot_b64"]))
+        out.flush()
+        return stream
+    return None
+
+
 def _loop(
-    stream: Client, control: _Control, pane_id: str, stdin_fd: int, out: Any, winch: dict[str, bool]
+    stream: Client,
+    control: _Control,
+    pane_id: str,
+    stdin_fd: int,
+    out: Any,
+    winch: dict[str, bool],
+    socket_path: str | Remote | None = None,
+    is_tty: bool = False,
 ) -> int:
     stdin_open = True
+    restarting = False
     while True:
         if winch["pending"]:
             winch["pending"] = False
             cols, rows = _size()
             control.call("pane.resize", {"pane_id": pane_id, "cols": cols, "rows": rows})
         while stream.events:
-            if _handle(stream.events.popleft(), pane_id, out):
+            queued = stream.events.popleft()
+            restarting = restarting or queued.get("event") == "server.restarting"
+            if _handle(queued, pane_id, out):
                 return 0
         fds = [stream.fileno()] + ([stdin_fd] if stdin_open else [])
         try:
@@ -108,10 +151,18 @@ def _loop(
             continue
         if stream.fileno() in ready or stream.buffered():
             ev = stream.read_message()
+            if ev is None and restarting and socket_path is not None:
+                restarting = False
+                again = _reattach(socket_path, pane_id, out, is_tty)
+                if again is not None:
+                    stream.close()
+                    stream = again
+                    continue
             if ev is None:
                 out.write(b"\r\n[signaltty: server closed the connection]\r\n")
                 out.flush()
                 return 1
+            restarting = restarting or ev.get("event") == "server.restarting"
             if ev.get("type") == "event" and _handle(ev, pane_id, out):
                 return 0
         if stdin_open and stdin_fd in ready:

@@ -13,18 +13,31 @@ import sys
 FAST_COMMANDS = ("hook-event", "report-session")
 
 
+def _command_index(args: list[str]) -> int:
+    """Index of the command in ``args``, after the global options the light commands take."""
+    # global options may come first (`signaltty --json hook-event …`); `--host` is skipped
+    # too, so that the light commands refuse it themselves (a reporter never exits 2)
+    i = 0
+    while i < len(args) and (args[i] == "--json" or args[i].startswith(("--socket", "--host"))):
+        i += 2 if args[i] in ("--socket", "--host") else 1
+    return i
+
+
 def _fast_command(args: list[str]) -> int | None:
     """Index of a reporter command in ``args`` after the global options, else None."""
-    # global options may come first (`signaltty --json hook-event …`); both commands take them
-    i = 0
-    while i < len(args) and (args[i] == "--json" or args[i].startswith("--socket")):
-        i += 2 if args[i] == "--socket" else 1
+    i = _command_index(args)
     return i if i < len(args) and args[i] in FAST_COMMANDS else None
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (protocol.md §10)."""
     args = sys.argv[1:] if argv is None else argv
+    j = _command_index(args)
+    if j < len(args) and args[j] == "bridge":
+        # started for every ssh connection (docs/remote.md): as light as the reporters
+        from signaltty.cli import bridge
+
+        return bridge.main(args[:j] + args[j + 1 :])
     i = _fast_command(args)
     if i is not None:
         from signaltty.cli import fastpath

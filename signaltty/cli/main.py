@@ -19,9 +19,16 @@ from typing import Any
 from signaltty import __version__
 from signaltty.cli import completion_cmd, integration_cmd, render, service_cmd
 from signaltty.cli.errors import CliError
-from signaltty.proto.client import Client, ConnectError, UntrustedServer, default_socket
+from signaltty.proto.client import (
+    Client,
+    ConnectError,
+    LineTooLong,
+    UntrustedServer,
+    default_socket,
+)
 from signaltty.proto.constants import PROTOCOL
 from signaltty.proto.envelope import SignalttyError
+from signaltty.proto.sshlink import BadHost, LinkError, Remote
 
 EXIT_TIMEOUT = 124
 _KEYS_HELP = (
@@ -59,9 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", default=argparse.SUPPRESS, help="print raw JSON results"
     )
     common.add_argument("--socket", default=argparse.SUPPRESS, help="daemon socket path")
+    common.add_argument("--host", default=argparse.SUPPRESS, help="the daemon of HOST, over ssh")
     # `top` draws a screen: --json would do nothing there
     socket_only = _Parser(add_help=False)
     socket_only.add_argument("--socket", default=argparse.SUPPRESS, help="daemon socket path")
+    socket_only.add_argument(
+        "--host", default=argparse.SUPPRESS, help="the daemon of HOST, over ssh"
+    )
 
     ap = _Parser(
         prog="signaltty",
@@ -79,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="daemon socket path (default: $SIGNALTTY_SOCKET, else the runtime dir)",
     )
+    ap.add_argument(
+        "--host",
+        default=None,
+        help="use the daemon of HOST through `ssh HOST signaltty bridge` (an ssh alias, "
+        "user@host, ssh://user@host:port; default: $SIGNALTTY_HOST; docs/remote.md)",
+    )
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     d = sub.add_parser("daemon", parents=[common], help="run the server")
@@ -89,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--agents-dir", help="user agent manifests directory")
     d.add_argument("--config", help="config.toml path (default ~/.config/signaltty/config.toml)")
     d.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    d.add_argument(
+        "--check",
+        action="store_true",
+        help="load config, manifests and code as a start would, then exit (0: it would start)",
+    )
 
     st = sub.add_parser(
         "status", parents=[common], help="server status, or counts for a status bar"
@@ -108,6 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
         "needing you, q quits (docs/status-bars.md).",
     )
     sub.add_parser("schema", parents=[common], help="protocol schema")
+    sub.add_parser(
+        "restart",
+        parents=[common],
+        help="replace the running server with the installed code; every pane keeps running",
+    )
     s = sub.add_parser("shutdown", parents=[common], help="stop the server")
     s.add_argument(
         "--force", action="store_true", help="stop even when panes are live (they are ended)"
@@ -350,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, what in (
         ("hook-event", "report an agent hook (what agents' hook configuration runs)"),
         ("report-session", "record an agent's session id for a pane"),
+        ("bridge", "relay signaltty/1 between stdin/stdout and this host's daemon (for ssh)"),
     ):
         sub.add_parser(name, help=what, add_help=False).add_argument(
             "rest", nargs=argparse.REMAINDER
@@ -387,6 +415,10 @@ def main(argv: list[str]) -> int:
     except UntrustedServer as exc:
         # nothing was sent: the socket is another user's (issue 10 §1)
         return _fail(args, "UNTRUSTED_SERVER", f"refusing to use the socket: {exc.strerror}", 1)
+    except LinkError as exc:  # before ConnectionError: ssh's own reason, not a generic close
+        return _fail(args, "REMOTE_UNREACHABLE", f"over ssh to {exc}", 1)
+    except LineTooLong as exc:
+        return _fail(args, "BAD_SERVER_LINE", str(exc), 1)
     except ConnectError as exc:
         return _fail(
             args,
@@ -440,8 +472,47 @@ def _quiet_sigpipe() -> int:
     return 128 + signal.SIGPIPE  # not reached on POSIX
 
 
+# commands that act on this host only (`bridge`, `hook-event` and `report-session` are
+# dispatched before argparse; named here so `--host` before them is refused, not ignored)
+LOCAL_ONLY = (
+    "daemon",
+    "integration",
+    "service",
+    "completion",
+    "bridge",
+    "hook-event",
+    "report-session",
+)
+
+
+def _target(args: argparse.Namespace) -> str | Remote:
+    """The socket path, or the remote host from ``--host`` / ``$SIGNALTTY_HOST`` (issue 16).
+
+    ``$SIGNALTTY_HOST`` is not read by local-only commands, nor inside a pane (a program
+    there talks to its own daemon unless it names ``--host``).
+
+    Raises:
+        CliError: ``--host`` on a local-only command, or a host string ssh must not get.
+    """
+    host = getattr(args, "host", None)
+    if host is not None and args.cmd in LOCAL_ONLY:
+        # a reporter never exits 2 (Claude Code reads it as "block"; protocol.md §10)
+        code = 1 if args.cmd in ("hook-event", "report-session") else 2
+        raise CliError(f"--host does not apply to `{args.cmd}`: run it on that host", code)
+    if host is None and args.cmd not in LOCAL_ONLY and "SIGNALTTY_DAEMON" not in os.environ:
+        host = os.environ.get("SIGNALTTY_HOST") or None
+    if host is None:
+        return default_socket(args.socket)
+    try:
+        return Remote(host, args.socket)
+    except BadHost as exc:
+        raise CliError(str(exc), 2) from None
+    except ValueError as exc:
+        raise CliError(f"$SIGNALTTY_SSH_COMMAND: {exc}", 2) from None
+
+
 def _client(args: argparse.Namespace) -> Client:
-    return Client(default_socket(args.socket))
+    return Client(_target(args))
 
 
 def _out(args: argparse.Namespace, result: Any, human: str | None = None) -> int:
@@ -456,6 +527,8 @@ def _out(args: argparse.Namespace, result: Any, human: str | None = None) -> int
 
 def _run(args: argparse.Namespace) -> int:
     cmd = args.cmd
+    if cmd in LOCAL_ONLY:
+        _target(args)  # refuses --host
     if cmd == "daemon":
         return _daemon(args)
     if cmd == "integration":
@@ -467,17 +540,31 @@ def _run(args: argparse.Namespace) -> int:
     if cmd == "status" and args.format:
         from signaltty.cli import statusbar
 
-        return statusbar.run(default_socket(args.socket), args.format)
+        return statusbar.run(_target(args), args.format)
     if cmd == "top":  # prompt_toolkit is loaded by this command only
         from signaltty.cli import top
 
-        return top.run(default_socket(args.socket))
+        return top.run(_target(args))
     with _client(args) as cl:
         if cmd == "status":
             r = cl.call("server.status")
             return _out(args, r, render.status(r))
         if cmd == "schema":
             return _out(args, cl.call("server.schema"))
+        if cmd == "restart":
+            try:
+                r = cl.call("server.restart")
+            except ConnectionError:
+                raise CliError(
+                    "the server closed the connection during the restart; "
+                    "`signaltty status` shows whether it is back"
+                ) from None
+            return _out(
+                args,
+                r,
+                f"restarted: pid {r.get('pid')}, signaltty {r.get('version')}, "
+                f"{r.get('panes_kept')} panes kept",
+            )
         if cmd == "shutdown":
             try:
                 r = cl.call("server.shutdown", {"force": True if args.force else None})
@@ -573,6 +660,16 @@ def _daemon(args: argparse.Namespace) -> int:
             raise CliError(f"config file {config}: {why}")
     if args.detach:
         return _detach(args)
+    if args.check:
+        from signaltty.server.daemon import check_daemon
+
+        return check_daemon(
+            socket_flag=socket_flag,
+            state_dir_flag=args.state_dir,
+            config_flag=args.config,
+            agents_dir_flag=args.agents_dir,
+            log_level=args.log_level,
+        )
     from signaltty.server.daemon import run_daemon
 
     return run_daemon(
@@ -825,12 +922,32 @@ def _split_tail(args: argparse.Namespace) -> list[str] | None:
     return cmd or None
 
 
-def _abs_cwd(value: str | None) -> str | None:
+def _abs_cwd(value: str | None, cl: Client) -> str | None:
     """``--cwd`` as the daemon needs it: absolute, read against the directory the command runs
-    in (the daemon has its own; a new-user pass found `--cwd .` refused)."""
+    in (the daemon has its own; a new-user pass found `--cwd .` refused). Through ``--host``
+    this directory means nothing there: a relative one is refused.
+
+    Raises:
+        CliError: a relative ``--cwd`` with ``--host``.
+    """
     if value is None or os.path.isabs(value):
         return value
+    if _remote(cl):
+        raise CliError(f"--cwd {value}: give an absolute directory on {cl.path} with --host", 2)
     return os.path.abspath(value)
+
+
+def _remote(cl: Client) -> bool:
+    """Whether ``cl`` reaches another host's daemon (``--host``)."""
+    return not isinstance(cl.path, str)
+
+
+def _default_shell(cl: Client) -> list[str]:
+    """The program of a pane started without one: ``$SHELL``, here or (``--host``) the
+    remote daemon's (what ssh gave the session that started it)."""
+    if _remote(cl):
+        return ["sh", "-c", 'exec "${SHELL:-sh}"']
+    return [os.environ.get("SHELL") or "sh"]
 
 
 def _require_terminal(what: str) -> None:
@@ -850,10 +967,10 @@ def _new(args: argparse.Namespace, cl: Client) -> int:
         _require_terminal("new --attach")
     argv = _command(args.cmd_argv)
     if argv is None and args.agent is None:
-        argv = [os.environ.get("SHELL") or "sh"]
-    ws = cl.call("workspace.create", {"name": args.name, "cwd": _abs_cwd(args.cwd) or os.getcwd()})[
-        "workspace"
-    ]
+        argv = _default_shell(cl)
+    # through --host the daemon's default (its home) stands in for a directory of this host
+    cwd = _abs_cwd(args.cwd, cl) or (None if _remote(cl) else os.getcwd())
+    ws = cl.call("workspace.create", {"name": args.name, "cwd": cwd})["workspace"]
     try:
         r = cl.call(
             "pane.spawn",
@@ -917,7 +1034,7 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
     if sub == "spawn":
         argv = _command(args.cmd_argv)
         if argv is None and args.agent is None:
-            argv = [os.environ.get("SHELL") or "sh"]
+            argv = _default_shell(cl)
         r = cl.call(
             "pane.spawn",
             {
@@ -925,7 +1042,7 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
                 "argv": argv,
                 "agent": args.agent,
                 **_launch_params(args),
-                "cwd": _abs_cwd(args.cwd),
+                "cwd": _abs_cwd(args.cwd, cl),
                 "agent_hint": args.hint,
                 "label": args.label,
                 "parent_pane_id": args.parent_pane,
@@ -945,7 +1062,7 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
                 "argv": argv,
                 "agent": args.agent,
                 **_launch_params(args),
-                "cwd": _abs_cwd(args.cwd),
+                "cwd": _abs_cwd(args.cwd, cl),
                 "label": args.label,
                 "env": _env_param(args),
             },
@@ -1139,21 +1256,69 @@ def _ambiguous(exc: SignalttyError, verdict: str | None) -> str:
 
 
 def _subscribe(args: argparse.Namespace, cl: Client) -> int:
-    events = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else None
+    """Print events; across an in-place restart of the daemon (``server.restarting``, issue
+    15) reconnect and go on from the last seq printed, so nothing is missed or repeated."""
+    from signaltty.cli.attach import REATTACH_WITHIN_S
+
+    wanted = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else None
+    # the restart notice is asked for too, and shown only when it was asked for
+    events = [*wanted, "server.restarting"] if wanted else None
     r = cl.call("subscribe", {"events": events, "from_seq": args.from_seq})
     if not r.get("subscribed"):
         _out(args, r, f"not subscribed: {r.get('replay', {}).get('status')}")
         return 1
     if args.json:
         print(render.dumps(r), flush=True)
+    last_seq = r.get("seq")
+    restarting = False
     while True:
         ev = cl.next_event()
         if ev is None:
-            return 0
+            if not restarting or not isinstance(last_seq, int):
+                return 0
+            restarting = False
+            again = _resubscribe(args, events, last_seq, REATTACH_WITHIN_S)
+            if again is None:
+                return 0
+            cl.close()
+            cl = again
+            continue
+        name = str(ev.get("event") or "")
+        if isinstance(ev.get("seq"), int):
+            last_seq = ev["seq"]
+        restarting = restarting or name == "server.restarting"
+        if wanted and not any(
+            p == "*" or p == name or (p.endswith(".*") and name.startswith(p[:-1])) for p in wanted
+        ):
+            continue
         print(
             render.dumps(ev) if args.json else render.event_line(ev, time.strftime("%H:%M:%S")),
             flush=True,
         )
+
+
+def _resubscribe(
+    args: argparse.Namespace, events: list[str] | None, from_seq: int, within_s: float
+) -> Client | None:
+    """A subscription to the restarted daemon replaying what came after ``from_seq``."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            cl = Client(_target(args))
+        except OSError:
+            time.sleep(0.2)
+            continue
+        try:
+            r = cl.call("subscribe", {"events": events, "from_seq": from_seq})
+        except (OSError, ConnectionError):
+            cl.close()
+            time.sleep(0.2)
+            continue
+        if r.get("subscribed"):
+            return cl
+        cl.close()
+        return None
+    return None
 
 
 def _wait(args: argparse.Namespace, cl: Client) -> int:

@@ -28,12 +28,15 @@ import html
 import json
 import sys
 import time
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from signaltty.core.sanitize import sanitize_text
 from signaltty.proto import envelope
 from signaltty.proto.client import Client, ConnectError, UntrustedServer
 from signaltty.proto.envelope import SignalttyError
+
+if TYPE_CHECKING:
+    from signaltty.proto.sshlink import Remote
 
 # (attention, class, word, letter, i3blocks colour, tmux style), most urgent first
 # (ATTENTION_RANK, states.md §1).
@@ -136,7 +139,7 @@ def neutral(fmt: str, state: tuple[str, str, str], why: str) -> str:
 FORMATTERS: Final = {"waybar": waybar, "i3blocks": i3blocks, "tmux": tmux}
 
 
-def _pane_list(path: str) -> list[dict[str, Any]]:
+def _pane_list(path: str | Remote) -> list[dict[str, Any]]:
     """``pane.list`` with an overall limit of ``TIMEOUT_S`` (a bar must never hang).
 
     Raises:
@@ -169,7 +172,7 @@ def _pane_list(path: str) -> list[dict[str, Any]]:
             return [p for p in panes if isinstance(p, dict)]
 
 
-def run(path: str, fmt: str) -> int:
+def run(path: str | Remote, fmt: str) -> int:
     """Print the bar output for ``fmt`` (``waybar``, ``i3blocks`` or ``tmux``); returns 0."""
     try:
         panes = _pane_list(path)

@@ -25,7 +25,7 @@ import asyncio
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.application import Application, get_app, run_in_terminal
 from prompt_toolkit.filters import Condition
@@ -44,6 +44,9 @@ from signaltty.cli.top_view import (
 )
 from signaltty.proto.client import AsyncClient, UntrustedServer
 from signaltty.proto.envelope import SignalttyError
+
+if TYPE_CHECKING:
+    from signaltty.proto.sshlink import Remote
 
 # The events that can change a row; pane.progress/program_status/resized never do.
 EVENTS = [
@@ -67,7 +70,7 @@ RECONNECT_MAX_S = 4.0
 class Top:
     """The running view: daemon connections, state, key bindings and the prompt_toolkit app."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str | Remote) -> None:
         self.path = path
         self.state = TopState()
         self.stream: AsyncClient | None = None
@@ -377,7 +380,7 @@ class Top:
             await self._close()
 
 
-def run(socket_path: str) -> int:
+def run(socket_path: str | Remote) -> int:
     """``signaltty top``; returns the exit code.
 
     Raises:

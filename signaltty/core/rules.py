@@ -381,6 +381,12 @@ def restore(pane: Pane, *, has_resume: bool) -> None:
     pane.exit_applied = True
     pane.hooked = False
     pane.attention_marker = None
+    disarm_native_decision(pane)
+
+
+def disarm_native_decision(pane: Pane) -> None:
+    """A native decision nobody can deliver a verdict for any more (its reporter is gone):
+    kept for display, no longer answerable (states.md §4 RS4; issue 15 after a restart)."""
     dec = pane.pending_decision
     if dec is not None and dec.native:
         pane.pending_decision = Decision(
@@ -511,6 +517,28 @@ def resolve_request(pane: Pane, *, now: float) -> list[Effect]:
     if pane.lifecycle == Lifecycle.BLOCKED:
         effects += set_lifecycle(pane, Lifecycle.WORKING, "hook", now=now)
     return effects
+
+
+def renewed_permission_alert(pane: Pane) -> Alert | None:
+    """The alert of a permission still waiting for an answer, to announce it again when the
+    notification that carried its buttons can no longer be answered (an in-place restart,
+    issue 15: the buttons belonged to the old image's bus connection)."""
+    dec = pane.pending_decision
+    if (
+        not pane.live
+        or pane.attention != Attention.PERMISSION_REQUIRED
+        or dec is None
+        or not dec.answerable
+    ):
+        return None
+    return Alert(
+        pane.id,
+        _derive_cause(Attention.PERMISSION_REQUIRED),
+        _severity_of(Attention.PERMISSION_REQUIRED),
+        None,
+        pane.last_message,
+        dec.id,
+    )
 
 
 def _derive_cause(att: Attention) -> str:

@@ -6,7 +6,13 @@ standard library and ``signaltty.proto`` (the hook fast path connects through
 byte (:mod:`signaltty.proto.trust`): the socket's directory must be the user's own with mode
 0700 and the listening process must run as the user (inside a pane: be the pane's own daemon,
 ``$SIGNALTTY_DAEMON``), otherwise :class:`UntrustedServer` is raised and nothing is sent.
-Spec: protocol.md §1–§3; issue 10 §1.
+
+Either client also takes a :class:`signaltty.proto.sshlink.Remote` instead of a socket path:
+the connection is then ``ssh HOST signaltty bridge``, whose bridge makes those checks on
+that host (docs/remote.md); a link that ends abnormally raises
+:class:`signaltty.proto.sshlink.LinkError` with ssh's reason. Lines from the server are
+bounded (``MAX_SERVER_LINE``) either way: a longer one raises :class:`LineTooLong`.
+Spec: protocol.md §1–§3; issue 10 §1; issue 16.
 """
 
 from __future__ import annotations
@@ -34,7 +40,23 @@ if TYPE_CHECKING:
     import asyncio
     from typing import Any
 
+    from signaltty.proto.sshlink import Link, Remote
+
+    Target = str | Remote
+
 _ids = itertools.count(1)
+# A line from the server: twice the 16 MiB the daemon takes in (protocol.md §1/§9), because
+# its answers have no cap of their own (a `pane.read` of 5000 wide lines); what the asyncio
+# client always allowed. It bounds what a hostile daemon on another host can make us hold.
+MAX_SERVER_LINE = 32 * 1024 * 1024
+
+
+class LineTooLong(ConnectionError):
+    """The server sent a line longer than ``MAX_SERVER_LINE`` (it is not read further)."""
+
+
+def _too_long() -> LineTooLong:
+    return LineTooLong(f"the server sent a line longer than {MAX_SERVER_LINE} bytes")
 
 
 def default_socket(flag: str | None = None) -> str:
@@ -48,30 +70,47 @@ class Client:
     """Blocking JSONL client on one Unix-socket connection.
 
     Args:
-        path: socket path.
-        timeout: seconds for connect; ``None`` blocks forever on reads.
+        path: socket path, or a :class:`~signaltty.proto.sshlink.Remote` (through ssh).
+        timeout: seconds for connect (a socket path only); ``None`` blocks forever on reads.
 
     Raises:
         ConnectError: the socket is missing or refuses the connection.
         UntrustedServer: the socket is not the user's own daemon (see the module doc).
+        LinkError: ssh could not be started (a remote).
     """
 
-    def __init__(self, path: str, timeout: float | None = 5.0) -> None:
+    def __init__(self, path: Target, timeout: float | None = 5.0) -> None:
         self.path = path
-        self._sock = open_trusted(path, timeout, socket.socket)
+        self._link: Link | None = None
+        if isinstance(path, str):
+            self._sock = open_trusted(path, timeout, socket.socket)
+        else:
+            self._link = path.open()
+            self._sock = self._link.sock
         self._buf = bytearray()
         self.events: deque[dict[str, Any]] = deque()
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection (idempotent; through ssh: ssh is reaped too)."""
         self._sock.close()
+        if self._link is not None:
+            self._link.close()
 
     def verdict_problem(self) -> str | None:
         """Why a verdict from this server must not be obeyed, or None when it may be
         (:func:`signaltty.proto.trust.verdict_source_problem`: ``$SIGNALTTY_DAEMON``, or else
-        the server is one of this process's ancestors, still alive with that pid). Raises
-        nothing."""
+        the server is one of this process's ancestors, still alive with that pid; never a
+        server on another host). Raises nothing."""
+        if not isinstance(self.path, str):
+            return "the server is on another host"
         return trust.verdict_source_problem(self._sock, self.path)
+
+    def _link_ended(self, exc: BaseException | None = None) -> None:
+        """Raise the ssh link's failure when it ended badly (else return: a clean EOF)."""
+        if self._link is not None:
+            failure = self._link.ended_badly()
+            if failure is not None:
+                raise failure from exc
 
     def __enter__(self) -> Client:
         return self
@@ -87,7 +126,11 @@ class Client:
         """Send a request without waiting; return its id."""
         req_id = f"c{os.getpid()}-{next(_ids)}"
         clean = {k: v for k, v in (params or {}).items() if v is not None}
-        self._sock.sendall(envelope.encode(envelope.request(req_id, method, clean)))
+        try:
+            self._sock.sendall(envelope.encode(envelope.request(req_id, method, clean)))
+        except OSError as exc:
+            self._link_ended(exc)
+            raise
         return req_id
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -121,6 +164,8 @@ class Client:
 
         Raises:
             TimeoutError: nothing complete arrived within ``timeout`` seconds.
+            LineTooLong: a line longer than ``MAX_SERVER_LINE``.
+            LinkError: through ssh, the link ended abnormally.
         """
         while True:
             nl = self._buf.find(b"\n")
@@ -128,14 +173,20 @@ class Client:
                 line = bytes(self._buf[:nl])
                 del self._buf[: nl + 1]
                 return dict(json.loads(line))
+            if len(self._buf) > MAX_SERVER_LINE:
+                raise _too_long()
             self._sock.settimeout(timeout)
             try:
                 chunk = self._sock.recv(1 << 16)
             except TimeoutError:
                 raise TimeoutError("no message") from None
+            except OSError as exc:
+                self._link_ended(exc)
+                raise
             finally:
                 self._sock.settimeout(None)
             if not chunk:
+                self._link_ended()
                 return None
             self._buf += chunk
 
@@ -152,21 +203,39 @@ class Client:
 class AsyncClient:
     """asyncio JSONL client; use ``await AsyncClient.connect(path)``."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        link: Link | None = None,
+    ) -> None:
         self._reader = reader
         self._writer = writer
+        self._link = link
         self.events: deque[dict[str, Any]] = deque()
 
     @classmethod
-    async def connect(cls, path: str) -> AsyncClient:
-        """Open a connection to ``path`` after authenticating the daemon.
+    async def connect(cls, path: Target) -> AsyncClient:
+        """Open a connection to ``path`` after authenticating the daemon (a
+        :class:`~signaltty.proto.sshlink.Remote`: through ssh, see the module doc).
 
         Raises:
             ConnectError: the socket is missing or refuses the connection.
             UntrustedServer: the socket is not the user's own daemon (see the module doc).
+            LinkError: ssh could not be started (a remote).
         """
         import asyncio
 
+        if not isinstance(path, str):
+            link = path.open()
+            try:
+                reader, writer = await asyncio.open_unix_connection(
+                    sock=link.sock, limit=MAX_SERVER_LINE
+                )
+            except BaseException:
+                link.close()
+                raise
+            return cls(reader, writer, link)
         check_socket_dir(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.setblocking(False)
@@ -182,7 +251,7 @@ class AsyncClient:
         except BaseException:
             sock.close()
             raise
-        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 25)
+        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=MAX_SERVER_LINE)
         return cls(reader, writer)
 
     async def close(self) -> None:
@@ -193,6 +262,10 @@ class AsyncClient:
             await self._writer.wait_closed()
         except OSError:
             pass
+        if self._link is not None:
+            import asyncio
+
+            await asyncio.to_thread(self._link.close)
 
     async def send(self, method: str, params: dict[str, Any] | None = None) -> str:
         """Send a request without waiting for its response; return its id."""
@@ -207,8 +280,22 @@ class AsyncClient:
         await self._writer.drain()
 
     async def read_message(self) -> dict[str, Any] | None:
-        """Read the next envelope; ``None`` on EOF."""
-        line = await self._reader.readline()
+        """Read the next envelope; ``None`` on EOF.
+
+        Raises:
+            LineTooLong: a line longer than ``MAX_SERVER_LINE``.
+            LinkError: through ssh, the link ended abnormally.
+        """
+        import asyncio
+
+        try:
+            line = await self._reader.readline()
+        except ValueError:  # asyncio's "separator … limit" for an over-long line
+            raise _too_long() from None
+        if not line and self._link is not None:
+            failure = await asyncio.to_thread(self._link.ended_badly)
+            if failure is not None:
+                raise failure
         if not line:
             return None
         return dict(json.loads(line))
@@ -250,6 +337,7 @@ __all__ = [
     "AsyncClient",
     "Client",
     "ConnectError",
+    "LineTooLong",
     "SignalttyError",
     "UntrustedServer",
     "default_socket",

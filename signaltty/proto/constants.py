@@ -19,6 +19,7 @@ METHODS: Final[tuple[str, ...]] = (
     "server.status",
     "server.schema",
     "server.shutdown",
+    "server.restart",
     "workspace.create",
     "workspace.list",
     "workspace.get",
@@ -107,6 +108,8 @@ EVENTS: Final[tuple[str, ...]] = (
     "notification.created",
     "agents.reloaded",
     "server.will_shutdown",
+    "server.restarting",
+    "server.restarted",
     "pty.data",
 )
 
@@ -121,6 +124,7 @@ CODES: Final[tuple[str, ...]] = (
     "AMBIGUOUS",  # a bare decision id pending on several panes (issue #10 item 5)
     "PANE_EXITED",
     "PANES_ALIVE",
+    "RESTART_FAILED",  # server.restart: the installed code does not start (issue 15)
     "SPAWN_FAILED",
     "IO_ERROR",
     "TIMEOUT",

@@ -177,6 +177,7 @@ MODELS: dict[str, type[Params]] = {
     "server.status": Empty,
     "server.schema": Empty,
     "server.shutdown": ServerShutdown,
+    "server.restart": Empty,
     "workspace.create": WorkspaceCreate,
     "workspace.list": Empty,
     "workspace.get": WorkspaceRef,

@@ -135,6 +135,29 @@ class PaneProcesses:
             while len(self._ids) > MAX_REMEMBERED:
                 self._ids.popitem(last=False)
 
+    def adopt(self, entries: object) -> None:
+        """Take over ``[[pid, pane id, start time or None], …]`` from the image a restart
+        replaced (issue 15); entries out of shape are skipped."""
+        if not isinstance(entries, list):
+            return
+        with self._lock:
+            for item in entries[-MAX_REMEMBERED:]:
+                if (
+                    isinstance(item, list)
+                    and len(item) == 3
+                    and type(item[0]) is int
+                    and item[0] > 1
+                    and isinstance(item[1], str)
+                    and (item[2] is None or isinstance(item[2], (int, float)))
+                ):
+                    self._pids[item[0]] = (item[1], item[2])
+                    self._ids[item[1]] = None
+
+    def export(self) -> list[list[object]]:
+        """What :meth:`adopt` reads."""
+        with self._lock:
+            return [[pid, pane_id, start] for pid, (pane_id, start) in self._pids.items()]
+
     def snapshot(self) -> tuple[dict[int, tuple[str, float | None]], frozenset[str]]:
         """``(leader pid → (pane id, start time or None), pane ids)`` as of now."""
         with self._lock:

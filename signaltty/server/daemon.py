@@ -30,13 +30,18 @@ from signaltty.core.ids import new_id
 from signaltty.core.model import Pane
 from signaltty.core.refresh import Detection
 from signaltty.proto.envelope import SignalttyError
-from signaltty.server import ancestry, persistence
+from signaltty.server import ancestry, handover, persistence
 from signaltty.server.bus import Bus
 from signaltty.server.config import Config, load_config
+from signaltty.server.fdstore import PtyStore
+from signaltty.server.handover import FdTable, PtyEntry
 from signaltty.server.hooks import HookService
 from signaltty.server.listener import Listener
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.refresh import ProcessRefresher, builtin_detect
+from signaltty.server.restart import Restarter, serve_held
+from signaltty.server.restart import adopt as adopt_handover
+from signaltty.server.restart import read_table as read_handover_table
 from signaltty.server.router import Router
 from signaltty.server.sleep import LogindLink, SleepWatch
 from signaltty.server.socketwatch import SocketWatch
@@ -54,6 +59,7 @@ from signaltty.system import (
     subreaper,
 )
 from signaltty.system.logging import configure_logging
+from signaltty.term import pty as ptymod
 
 log = structlog.get_logger("signaltty.daemon")
 
@@ -94,6 +100,9 @@ SHUTDOWN_STEPS = (
     "connections",
     "socket",
     "lock",
+    "handover",
+    # not a shutdown step: a restart writes a corrupt handover document (tests, issue 15)
+    "handover_document",
 )
 
 
@@ -122,7 +131,18 @@ class Daemon:
         config_flag: str | None = None,
         agents_dir_flag: str | None = None,
         log_level: str | None = None,
+        handover: FdTable | None = None,
     ) -> None:
+        # as given: `signaltty restart` execs the new image with the same flags
+        self._flags = {
+            "--socket": socket_flag,
+            "--state-dir": state_dir_flag,
+            "--config": config_flag,
+            "--agents-dir": agents_dir_flag,
+            "--log-level": log_level,
+        }
+        # what a restart handed over (server/handover.py), None on a plain start
+        self.handover = handover
         self.config_path = paths.config_file(config_flag)
         self.config: Config
         self.config, self.config_error, self.config_warnings = load_config(
@@ -146,6 +166,11 @@ class Daemon:
         self._sighup_again = False
         self.instance_id = new_id("inst")
         self.started_mono = time.monotonic()
+        self.started_at = time.time()
+        self.restarts = 0  # in-place restarts since the process started (issue 15)
+        # native waits a restart handed over, answered on inherited connections
+        self.handover_waits: dict[str, Any] = {}
+        self.restarter = Restarter(self)
         self.bus = Bus()
         self.store = Store(self.bus)
         self.runtimes: dict[str, PaneRuntime] = {}
@@ -170,6 +195,10 @@ class Daemon:
         self.logind = LogindLink(
             self.sleep, self.save, enabled=os.environ.get("SIGNALTTY_LOGIND") != "0"
         )
+        # PTY masters in systemd's fd store: panes outlive a crash (issue 15 item 2)
+        self.pty_store = PtyStore()
+        self.store.bus.observers.append(self.pty_store.on_event)
+        self._keep_panes = False  # set at shutdown for a `systemctl restart`
         self.spawner = Spawner(
             store=store,
             config=config,
@@ -178,6 +207,7 @@ class Daemon:
             hydration=self,
             socket_path=str(self.socket_path),
             forget_pane=self.hooks.forget_pane,
+            on_started=self.pty_store.keep,
         )
         self.router = Router(
             store=store,
@@ -251,6 +281,13 @@ class Daemon:
                 log.warning("paths.warning", warning=warning)
         except paths.PathError as exc:
             raise StartupError(str(exc)) from None
+        if self.handover is not None and self.handover.lock_fd is not None:
+            # a restart: the lock and the listening socket are ours already
+            self._lock_fd = self.handover.lock_fd
+            self._load_catalog_at_start()
+            for warning in hardening.harden_daemon():
+                log.warning("hardening.warning", warning=warning)
+            return
         if self.socket_path.exists() or self.socket_path.is_symlink():
             self._claim_socket_path()
         lock_path = self.state_dir / "daemon.lock"
@@ -439,9 +476,15 @@ class Daemon:
             log.error("snapshot.restore_problem", error=err)
         for ws in restored.workspaces:
             self.store.workspaces[ws.id] = ws
+        kept = dict(self.pty_store.received)
         for pane in sorted(restored.panes, key=lambda p: p.created_at):
+            pty = kept.pop(pane.id, None)
+            if pty is not None and not (pane.live and pty.same_process()):
+                os.close(pty.fd)
+                pty = None
             try:
-                rules.restore(pane, has_resume=bool(pane.agent.resume_argv))
+                if pty is None:
+                    rules.restore(pane, has_resume=bool(pane.agent.resume_argv))
                 pane.process_instance = new_id("pi")
                 self.store.panes[pane.id] = pane
                 rt = PaneRuntime(self.store, pane)
@@ -463,6 +506,21 @@ class Daemon:
                         "snapshot.restore_problem", error=f"tail of {pane.id} skipped: {exc!r}"
                     )
             self.runtimes[pane.id] = rt
+            if pty is not None:
+                # its program ran on while no daemon did; systemd reaps it now, not us. The
+                # saved tail ends where the text ends: a line printer's next line starts below
+                if rt.screen.cursor[1] > 0:
+                    rt.screen.feed(b"\r\n")
+                rt.start(ptymod.PtyProcess(pty.pid, pty.fd, pty.slave_path()), child=False)
+                self.pty_store.remember(rt)
+                self.hooks.pane_procs.note(pty.pid, pane.id)
+                log.info("fdstore.pane_kept", pane_id=pane.id, pid=pty.pid)
+        for pty in kept.values():  # no record of its pane: end it as a shutdown would
+            log.warning("fdstore.pane_unknown", pane_id=pty.pane_id, pid=pty.pid)
+            if pty.same_process():
+                with contextlib.suppress(OSError):
+                    os.killpg(pty.pid, signal.SIGHUP)
+            os.close(pty.fd)
         self.store.notifications.extend(restored.notifications)
         log.info(
             "snapshot.restored",
@@ -484,7 +542,20 @@ class Daemon:
         """
         loop = asyncio.get_running_loop()
         self._load_faults()
-        self._restore()
+        restarted: dict[str, Any] | None = None
+        if self.handover is not None:
+            restarted = adopt_handover(self, self.handover)
+        elif self.pty_store.handover_fd is not None:
+            # after `systemctl restart`: the document and the PTYs came from the fd store
+            table = FdTable(doc_fd=self.pty_store.handover_fd)
+            for kept in self.pty_store.received.values():
+                if kept.same_process():
+                    table.ptys.append(PtyEntry(kept.pane_id, kept.pid, kept.fd, kept.slave_path()))
+                else:
+                    os.close(kept.fd)
+            restarted = adopt_handover(self, table, children=False)
+        else:
+            self._restore()
         async with self.supervisor:
             self.listener = Listener(
                 config=self.config,
@@ -496,7 +567,11 @@ class Daemon:
                 single_flight=self.single_flight,
             )
             try:
-                await self.listener.start(str(self.socket_path))
+                listen_fd = self.handover.listen_fd if self.handover is not None else None
+                if listen_fd is not None:
+                    await self.listener.start_on(socket.socket(fileno=listen_fd))
+                else:
+                    await self.listener.start(str(self.socket_path))
             except OSError as exc:
                 # e.g. a socket file put there between the singleton check and bind
                 why = exc.strerror or exc
@@ -515,6 +590,10 @@ class Daemon:
                 loop.add_signal_handler(sig, self.request_shutdown)
             loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
             self._start_tasks()
+            if self.handover is not None and restarted is not None:
+                serve_held(self, self.handover, restarted)
+                self.store.emit("server.restarted", restarted)
+                log.info("restart.done", **restarted)
             sdnotify.ready(f"listening on {self.socket_path}")
             log.info(
                 "daemon.ready",
@@ -531,6 +610,9 @@ class Daemon:
                 )
             self._start_path_hydration()
             self._start_desktop()
+            if restarted is not None:  # the old notifications' buttons answer nothing now
+                renewed = (rules.renewed_permission_alert(p) for p in self.store.panes.values())
+                self.store.apply([alert for alert in renewed if alert is not None])
             await self._stop.wait()
             await self._shutdown()
         return self.supervisor.exit_code
@@ -596,6 +678,29 @@ class Daemon:
             sup.start("socket-watch", self.socket_watch.run, Policy.RESTART)
         if self.logind.enabled:
             sup.start("logind", self.logind.run, Policy.RESTART)
+
+    @property
+    def lock_fd(self) -> int | None:
+        """The state-dir lock's fd (handed over by a restart)."""
+        return self._lock_fd
+
+    def flag_argv(self) -> list[str]:
+        """The daemon's own flags as given (paths made absolute), for the image a restart
+        starts."""
+        out: list[str] = []
+        for flag, value in self._flags.items():
+            if value:
+                out += [flag, value if flag == "--log-level" else os.path.abspath(value)]
+        return out
+
+    @staticmethod
+    def disk_lock() -> threading.Lock:
+        """Held while a snapshot is written (a restart's exec waits for it)."""
+        return _DISK_LOCK
+
+    async def restart(self, conn: Any) -> dict[str, Any]:
+        """``server.restart`` (server/restart.py)."""
+        return await self.restarter.restart(conn)
 
     def logind_status(self) -> dict[str, Any]:
         """``server.status.logind`` (``LogindLink.status``)."""
@@ -888,6 +993,10 @@ class Daemon:
         if self.listener is not None:
             await self._step("stop_accepting", self.listener.stop_accepting())
         await self._step("tasks", self.supervisor.stop())
+        # `systemctl --user restart` with the fd store: the panes go on without us
+        self._keep_panes = not self._hurry and await self.pty_store.restart_job()
+        if self._keep_panes:
+            self._step_now("handover", self._hand_over_to_fd_store)
         await self._step("snapshot", self.save(), limit_s=30)
         if self.notifier is not None:
             await self._step("notifications", self.notifier.close(), limit_s=5)
@@ -899,6 +1008,20 @@ class Daemon:
         self._step_now("socket", self._unlink_socket)
         self._step_now("lock", self._release_lock)
         log.info("shutdown.complete")
+
+    def _hand_over_to_fd_store(self) -> None:
+        """``systemctl restart``: readers stop where their parsers rest, and the handover
+        document (exact screens, seq, runtime state) goes to systemd's fd store with the
+        PTY masters, for the next start."""
+        live = [rt for rt in self.runtimes.values() if rt.live]
+        log.info("shutdown.panes_kept", panes=len(live))
+        end = time.monotonic() + 1.0
+        for rt in live:
+            rt.pause_for_handover(max(0.0, end - time.monotonic()))
+        doc = self.restarter.document()
+        fd = handover.write_doc(doc, self.state_dir)
+        if not self.pty_store.keep_document(fd):
+            log.warning("shutdown.handover_not_stored")
 
     def _cancel_single_flight(self) -> None:
         for task in list(self.single_flight):
@@ -927,6 +1050,9 @@ class Daemon:
         for task in list(self._reapers):
             task.cancel()
         every = [*self.runtimes.values(), *self._closing]
+        panes = {rt.proc.pid for rt in every if rt.proc is not None}
+        if self._keep_panes:
+            every = [rt for rt in every if not rt.live or rt in self._closing]
         for rt in every:
             rt.terminate(signal.SIGHUP)
             rt.close()
@@ -941,7 +1067,6 @@ class Daemon:
             if rt.watcher is not None:
                 rt.watcher.close()
         # and adopted orphans (attack pass 3, A7): once we exit, init adopts them unmarked
-        panes = {rt.proc.pid for rt in every if rt.proc is not None}
         await asyncio.to_thread(ancestry.kill_adopted_orphans, panes, dict(self.person_pids))
 
 
@@ -959,9 +1084,25 @@ def _loop_factory() -> Any:
     return uvloop.new_event_loop
 
 
+def check_daemon(**kwargs: Any) -> int:
+    """``daemon --check``: load what a start loads (config, manifests, the event loop, every
+    server module) without taking the socket or the lock; 0 when it would start. A restart
+    runs this with the installed code before it gives the running image up (issue 15)."""
+    daemon = Daemon(**kwargs)
+    daemon._load_catalog_at_start()
+    _loop_factory()
+    import signaltty.desktop.dbus  # noqa: F401 - imported at start; a broken one must show here
+    import signaltty.desktop.notify  # noqa: F401
+
+    if daemon.config_error:
+        print(f"signaltty: config: {daemon.config_error}", file=sys.stderr)
+    print(f"signaltty {__version__}: ok")
+    return 0
+
+
 def run_daemon(**kwargs: Any) -> int:
     """Run the daemon in the foreground; returns the process exit code."""
-    daemon = Daemon(**kwargs)
+    daemon = Daemon(**kwargs, handover=read_handover_table())
     try:
         daemon.prepare()
     except StartupError as exc:

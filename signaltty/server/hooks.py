@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,10 @@ class Route:
     agent_session_id: str | None
     deadline: float  # SleepWatch.awake() seconds: time asleep does not count (server/sleep.py)
     future: asyncio.Future[tuple[str, str | None]] = field(repr=False)
+    # the waiting reporter's connection and the answer taking shape: a restart hands both
+    # over, so the reporter gets its verdict from the new image (issue 15)
+    client: Any = field(default=None, repr=False)
+    result: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 class HookService:
@@ -151,6 +156,93 @@ class HookService:
         not orphans of a pane and are left out."""
         people = dict(self.facts.person_pids)
         self.records.write(pid for pid in adopted if not ancestry.person_process(pid, people))
+
+    # ---------------------------------------------------------------- restart (issue 15)
+
+    def handover_state(self) -> dict[str, Any]:
+        """The guard's process lists, frozen dialog questions and native waits (with the
+        awake seconds each has left) for the image a restart starts."""
+        awake = self.clock.awake()
+        return {
+            "agent_pids": dict(self.agent_pids),
+            "pane_procs": self.pane_procs.export(),
+            "questions": {pid: [dec.id, q] for pid, (dec, q) in self._questions.items()},
+            "waits": {
+                did: {
+                    "pane_id": r.pane_id,
+                    "process_instance": r.process_instance,
+                    "kind": r.kind,
+                    "agent_session_id": r.agent_session_id,
+                    "left_s": max(0.0, r.deadline - awake),
+                    "result": r.result,
+                }
+                for did, r in self.routes.items()
+            },
+        }
+
+    def adopt_handover(self, state: dict[str, Any]) -> None:
+        """Take over :meth:`handover_state` (waits are resumed one by one, ``resume_wait``);
+        entries out of shape are skipped."""
+        pids = state.get("agent_pids")
+        if isinstance(pids, dict):
+            for pane_id, pid in pids.items():
+                if pane_id in self.store.panes and type(pid) is int and pid > 1:
+                    self.agent_pids[pane_id] = pid
+        self.pane_procs.adopt(state.get("pane_procs"))
+        questions = state.get("questions")
+        if isinstance(questions, dict):
+            for pane_id, item in questions.items():
+                pane = self.store.panes.get(pane_id)
+                dec = pane.pending_decision if pane is not None else None
+                if (
+                    dec is not None
+                    and isinstance(item, list)
+                    and len(item) == 2
+                    and item[0] == dec.id
+                    and isinstance(item[1], str)
+                ):
+                    self._questions[pane_id] = (dec, item[1])
+
+    def resume_wait(self, decision_id: str, wait: object) -> Route | None:
+        """The route of a reporter handed over by a restart (its answer comes from
+        :meth:`wait_on`); None when the wait no longer matches a pending decision of a live
+        pane."""
+        if not isinstance(wait, dict):
+            return None
+        pane = self.store.panes.get(wait.get("pane_id"))  # type: ignore[arg-type]
+        left = wait.get("left_s")
+        result = wait.get("result")
+        session = wait.get("agent_session_id")
+        if (
+            pane is None
+            or not pane.live
+            or pane.pending_decision is None
+            or pane.pending_decision.id != decision_id
+            or wait.get("process_instance") != pane.process_instance
+            or not isinstance(left, (int, float))
+            or not isinstance(result, dict)
+            or not isinstance(wait.get("kind"), str)
+            or not (session is None or isinstance(session, str))
+        ):
+            return None
+        route = Route(
+            decision_id,
+            pane.id,
+            pane.process_instance,
+            str(wait["kind"]),
+            session,
+            self.clock.awake() + min(float(left), 86_400.0),
+            asyncio.get_running_loop().create_future(),
+        )
+        route.result = result
+        self.routes[decision_id] = route
+        return route
+
+    def wait_on(self, route: Route, client: Any) -> Coroutine[Any, Any, dict[str, Any]]:
+        """The call's answer for a route resumed on ``client`` (a later restart hands it
+        over again)."""
+        route.client = client
+        return self._wait_verdict(route, route.result)
 
     # ---------------------------------------------------------------- routes
 
@@ -279,7 +371,9 @@ class HookService:
             return None, chain, "outside_pane"
         return named, None, None
 
-    async def hook_event(self, p: P.HookEvent, peer_pid: int | None = None) -> dict[str, Any]:
+    async def hook_event(
+        self, p: P.HookEvent, peer_pid: int | None = None, client: Any = None
+    ) -> dict[str, Any]:
         """Steps 1–15 of states.md §3.1, plus native waiting (integrations.md §4.1).
 
         ``peer_pid`` is the reporter as the kernel saw it connect (``SO_PEERCRED``); the
@@ -366,6 +460,7 @@ class HookService:
             )
         if route is None:
             return result
+        route.client, route.result = client, result
         return await self._wait_verdict(route, result)
 
     async def _check_typed_reporter(
@@ -1182,8 +1277,9 @@ def _check_keyed_agent(pane: Pane, dec: Decision) -> None:
         return
     if info.catalog_id is None and info.kind in ("generic", "none"):
         return  # not known yet (started from a shell): the reporter's parent decides below
-    log.warning("hook.keyed_agent_mismatch", pane_id=pane.id, agent=dec.agent,
-                pane_kind=pane.agent.kind)
+    log.warning(
+        "hook.keyed_agent_mismatch", pane_id=pane.id, agent=dec.agent, pane_kind=pane.agent.kind
+    )
     raise SignalttyError(
         "FORBIDDEN",
         f"a {dec.agent} dialog decision is accepted only in a pane running {dec.agent}",
@@ -1211,4 +1307,3 @@ def _payload_size(payload: object) -> int:
         return len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False))
     except RecursionError:
         return MAX_HOOK_PAYLOAD + 1
-

@@ -17,7 +17,7 @@ import itertools
 import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import structlog
@@ -77,6 +77,8 @@ class Connection:
         self.after_response: Callable[[], None] | None = None
         self.close_after_response = False
         self.pending_replay: list[tuple[int, str, dict[str, Any]]] | None = None
+        # id of the call being answered: a restart hands the connection over with it
+        self.request_id: str | None = None
         self.dropped_events = 0
         self._last_request = asyncio.get_running_loop().time()
         # Who connected (kernel-recorded at connect time) and when: hook routing and the
@@ -255,12 +257,19 @@ class Connection:
 
     # ---------------------------------------------------------------- request loop
 
-    async def run(self) -> None:
+    async def run(
+        self, held: tuple[str, Coroutine[Any, Any, dict[str, Any]]] | None = None
+    ) -> None:
+        """Serve requests until EOF; ``held`` is a call handed over by a restart (issue 15)
+        whose answer is still owed, under the single-flight rule."""
         writer_task = asyncio.create_task(self._writer_loop(), name=f"conn-{self.id}-writer")
         lines = LineBuffer()
         pending: deque[bytes | object] = deque()
         try:
-            while not self._closing:
+            keep = True
+            if held is not None:
+                keep = await self._single_flight(held[0], held[1], pending, lines)
+            while keep and not self._closing:
                 if not pending:
                     try:
                         async with asyncio.timeout_at(self._idle_deadline()):
@@ -342,7 +351,7 @@ class Connection:
             )
             return True
         if is_single_flight(method, params):
-            return await self._single_flight(req_id, method, params, pending, lines)
+            return await self._single_flight(req_id, self._dispatch(method, params), pending, lines)
         await self._respond(req_id, self._dispatch(method, params))
         return not self.close_after_response
 
@@ -350,6 +359,7 @@ class Connection:
         return await self._listener.dispatcher.call(self, method, params)
 
     async def _respond(self, req_id: str, coro: Any) -> None:
+        self.request_id = req_id
         try:
             result = await coro
         except SignalttyError as err:
@@ -376,13 +386,12 @@ class Connection:
     async def _single_flight(
         self,
         req_id: str,
-        method: str,
-        params: dict[str, Any],
+        coro: Coroutine[Any, Any, dict[str, Any]],
         pending: deque[bytes | object],
         lines: LineBuffer,
     ) -> bool:
         """Run a single-flight call; any further input, EOF or shutdown cancels it silently."""
-        call = asyncio.create_task(self._respond(req_id, self._dispatch(method, params)))
+        call = asyncio.create_task(self._respond(req_id, coro))
         self._listener.single_flight.add(call)
         try:
             if pending:
@@ -487,6 +496,47 @@ class Listener:
         finally:
             os.umask(old_umask)
         os.chmod(path, 0o600)
+
+    async def start_on(self, sock: Any) -> None:
+        """Listen on a socket handed over by a restart (issue 15): its queued connections are
+        accepted here."""
+        self._server = await asyncio.start_unix_server(
+            self._on_client, sock=sock, backlog=MAX_CONNECTIONS * 2
+        )
+
+    def listening_fd(self) -> int | None:
+        """The listening socket's fd (handed over by a restart), or None."""
+        server = self._server
+        socks = getattr(server, "sockets", None) if server is not None else None
+        return socks[0].fileno() if socks else None
+
+    def adopt(
+        self,
+        sock: Any,
+        req_id: str,
+        answer: Callable[[Connection], Coroutine[Any, Any, dict[str, Any]]],
+    ) -> None:
+        """Serve a connection handed over by a restart whose call ``req_id`` is answered by
+        ``answer(connection)``; afterwards it is an ordinary connection."""
+
+        async def serve() -> None:
+            try:
+                reader, writer = await asyncio.open_unix_connection(sock=sock)
+            except OSError:
+                sock.close()
+                return
+            conn = Connection(self, reader, writer)
+            self.connections.add(conn)
+            try:
+                await conn.run(held=(req_id, answer(conn)))
+            except asyncio.CancelledError:
+                pass
+            finally:
+                self.connections.discard(conn)
+
+        task = asyncio.get_running_loop().create_task(serve())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def rebind(self, path: str) -> None:
         """Listen on ``path`` again after it was taken from us (server/socketwatch.py): the

@@ -90,6 +90,7 @@ class PaneRuntime(TerminalReplies):
         self._loop = asyncio.get_running_loop()
         self._reading = False
         self._paused = False
+        self._handing_over = False  # readers stay off until the restart (issue 15)
         self._drain_task: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._settled.set()
@@ -127,13 +128,14 @@ class PaneRuntime(TerminalReplies):
     def live(self) -> bool:
         return self.proc is not None and self.pane.live
 
-    def start(self, proc: ptymod.PtyProcess) -> None:
-        """Adopt a spawned process: start the pump and the exit watcher."""
+    def start(self, proc: ptymod.PtyProcess, *, child: bool = True) -> None:
+        """Adopt a spawned process: start the pump and the exit watcher (``child=False``: a
+        program kept across a daemon crash, not ours to reap; ``ExitWatcher``)."""
         self.proc = proc
         self.eof = False
         self.status.reset()
         self._start_reading()
-        self.watcher = ptymod.ExitWatcher(self._loop, proc.pid, self._on_child_exit)
+        self.watcher = ptymod.ExitWatcher(self._loop, proc.pid, self._on_child_exit, child=child)
 
     def _start_reading(self) -> None:
         if (
@@ -143,6 +145,7 @@ class PaneRuntime(TerminalReplies):
             and not self.eof
             and not self.closed
             and self._reply_job is None  # held bytes of a deferred cursor report go first
+            and not self._handing_over
         ):
             self._loop.add_reader(self.proc.master_fd, self._on_readable)
             self._reading = True
@@ -566,3 +569,92 @@ class PaneRuntime(TerminalReplies):
         self._output_listeners.clear()
         self._progress_events.cancel()
         self._close_master()
+
+    # ---------------------------------------------------------------- restart (issue 15)
+
+    def pause_for_handover(self, within_s: float) -> bool:
+        """Stop reading, apply every pending byte and, when the output stopped inside an
+        escape sequence or a UTF-8 character, read on (≤ 4 KiB at a time, ``within_s``) until
+        both the OSC scanner and the screen's parser rest. True when they do; the bytes read
+        meanwhile went through the whole pump as usual."""
+        self._stop_reading()
+        self._handing_over = True
+        self.settle_now()
+        deadline = time.monotonic() + within_s
+        while not self._at_ground():
+            if self.proc is None or self.eof or time.monotonic() > deadline:
+                return False
+            try:
+                if self._read_once(4096) == 0:
+                    time.sleep(0.002)  # the program is writing the rest of its sequence
+            except OSError:
+                return False
+            self.settle_now()
+        return True
+
+    def resume_reading(self) -> None:
+        """Undo :meth:`pause_for_handover` (a restart that did not happen)."""
+        self._handing_over = False
+        self._start_reading()
+
+    def _at_ground(self) -> bool:
+        from signaltty.term.screen.handover import export_state
+
+        if not self.scanner.at_ground or not isinstance(self.screen, PyteScreen):
+            return self.scanner.at_ground
+        return export_state(self.screen) is not None
+
+    def handover_state(self) -> dict[str, Any]:
+        """What a restarted daemon needs to go on with this pane's output exactly: the screen
+        (``term.screen.handover``; None mid-sequence), the raw ring and offsets, the tail."""
+        import base64
+
+        from signaltty.term.screen.handover import export_state
+
+        screen = export_state(self.screen) if isinstance(self.screen, PyteScreen) else None
+        tail, _ = self.tail_text(5000)
+        return {
+            "output_offset": self.output_offset,
+            "eof": self.eof,
+            "raw": base64.b64encode(bytes(self.raw)).decode("ascii"),
+            "screen": screen,
+            "tail": tail,
+            "retained": self.retained_text,
+        }
+
+    def adopt_handover(self, state: dict[str, Any]) -> None:
+        """The other side of :meth:`handover_state` (before :meth:`start`); a screen that
+        cannot be rebuilt falls back to the tail (logged).
+
+        Raises:
+            ValueError: offsets or the raw ring out of shape (the pane keeps a fresh screen).
+        """
+        import base64
+        import binascii
+
+        from signaltty.term.screen.handover import import_state
+
+        offset = state.get("output_offset")
+        if type(offset) is not int or offset < 0:
+            raise ValueError("output_offset out of shape")
+        raw = state.get("raw")
+        if not isinstance(raw, str) or len(raw) > RAW_RING_BYTES * 2:
+            raise ValueError("raw ring out of shape")
+        try:
+            ring = base64.b64decode(raw, validate=True)
+        except binascii.Error:
+            raise ValueError("raw ring is not base64") from None
+        retained = state.get("retained")
+        self.retained_text = retained if isinstance(retained, str) else None
+        try:
+            self.screen = import_state(state.get("screen"))
+        except ValueError as exc:
+            log.warning("handover.screen_lost", pane_id=self.pane.id, why=str(exc))
+            tail = state.get("tail")
+            if isinstance(tail, str):
+                self.screen.feed(tail[-1_000_000:].replace("\n", "\r\n").encode())
+                self.settle_now()
+        self.screen.resize(self.pane.cols, self.pane.rows)
+        self.raw = bytearray(ring[-RAW_RING_BYTES:])
+        self.output_offset = offset
+        self.scanner.resume_at(offset)

@@ -68,6 +68,11 @@ class Control(Protocol):
         """``agents.reload``; returns the new listing. Raises ``SignalttyError`` IO_ERROR."""
         ...
 
+    async def restart(self, conn: Any) -> dict[str, Any]:
+        """``server.restart``: answered by the new image (server/restart.py). Raises
+        ``SignalttyError`` RESTART_FAILED."""
+        ...
+
 
 class NotifierState(Protocol):
     """What the server reads of the desktop notifier (``signaltty.desktop.notify``)."""
@@ -122,6 +127,11 @@ class StatusFacts(Hydration, Protocol):
     @property
     def started_mono(self) -> float:
         """``time.monotonic()`` at start."""
+        ...
+
+    @property
+    def restarts(self) -> int:
+        """In-place restarts (``server.restart``) since the process started."""
         ...
 
     @property

@@ -189,10 +189,13 @@ class Spawner:
         hydration: Hydration,
         socket_path: str,
         forget_pane: Callable[[str], None],
+        on_started: Callable[[PaneRuntime], None] | None = None,
     ) -> None:
         """``socket_path``: the daemon's socket, given to panes as ``SIGNALTTY_SOCKET``;
         ``forget_pane``: called with a pane id when a resume starts a new process instance
-        (``HookService.forget_pane``)."""
+        (``HookService.forget_pane``); ``on_started``: with each runtime that got its
+        process (the fd store, server/fdstore.py)."""
+        self._on_started = on_started
         self.store = store
         self.config = config
         self.runtimes = runtimes
@@ -284,6 +287,8 @@ class Spawner:
         ws.updated_at = now
         store.emit("workspace.updated", {"workspace": ws.to_wire()})
         runtime.start(proc)
+        if self._on_started is not None:
+            self._on_started(runtime)
         log.info("pane.spawned", pane_id=pane_id, workspace_id=ws.id, pid=proc.pid)
         return pane
 
@@ -380,6 +385,8 @@ class Spawner:
         self.runtimes[pane.id] = runtime
         store.emit("pane.created", {"pane": pane.to_wire(), "resumed": True})
         runtime.start(proc)
+        if self._on_started is not None:
+            self._on_started(runtime)
         log.info("pane.resumed", pane_id=pane.id, pid=proc.pid)
         return pane
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from typing import Final
 
 # What the service manager sets for the daemon itself (sd_notify, watchdog, socket
@@ -68,6 +69,74 @@ def notify(*messages: str) -> bool:
     return True
 
 
+def store_fd(fd: int, name: str) -> bool:
+    """``FDSTORE=1`` with ``FDNAME=<name>``: systemd keeps a duplicate of ``fd`` and hands it
+    back at the service's next start (``listen_fds``), also after a crash (issue 15 item 2).
+
+    Args:
+        name: printable ASCII, no ``:``, at most 255 characters (sd_pid_notify_with_fds(3)).
+
+    Returns:
+        As :func:`notify`; False as well for a name out of shape.
+    """
+    if not name or len(name) > 255 or ":" in name or not name.isascii() or not name.isprintable():
+        return False
+    return _send(f"FDSTORE=1\nFDNAME={name}".encode(), [fd])
+
+
+def remove_fd(name: str) -> bool:
+    """``FDSTOREREMOVE=1`` with ``FDNAME=<name>``: systemd closes what it keeps under it."""
+    if not name or len(name) > 255 or ":" in name or not name.isascii() or not name.isprintable():
+        return False
+    return _send(f"FDSTOREREMOVE=1\nFDNAME={name}".encode(), [])
+
+
+def _send(payload: bytes, fds: list[int]) -> bool:
+    target = os.environ.get("NOTIFY_SOCKET", "")
+    if target.startswith("@"):
+        address = "\0" + target[1:]
+    elif target.startswith("/"):
+        address = target
+    else:
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.settimeout(_SEND_TIMEOUT_S)
+            sock.connect(address)
+            if fds:
+                socket.send_fds(sock, [payload], fds)
+            else:
+                sock.send(payload)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+# the first fd systemd passes (sd_listen_fds(3))
+_LISTEN_FDS_START: Final = 3
+
+
+def listen_fds() -> list[tuple[str, int]]:
+    """The fds systemd passed to this process (``LISTEN_PID``/``LISTEN_FDS``/
+    ``LISTEN_FDNAMES``): ``[(name, fd)]``, each made close-on-exec; the variables are removed.
+    Empty when they are absent, for another pid, or malformed."""
+    pid = os.environ.pop("LISTEN_PID", "")
+    count = os.environ.pop("LISTEN_FDS", "")
+    names = os.environ.pop("LISTEN_FDNAMES", "").split(":")
+    if not pid.isdigit() or int(pid) != os.getpid() or not count.isdigit():
+        return []
+    n = min(int(count), 4096)
+    out = []
+    for i in range(n):
+        fd = _LISTEN_FDS_START + i
+        try:
+            os.set_inheritable(fd, False)
+        except OSError:
+            continue
+        out.append((names[i] if i < len(names) else "unknown", fd))
+    return out
+
+
 def _one_line(text: str) -> str:
     """Flatten ``text`` so it cannot inject further assignments into the datagram."""
     return " ".join(text.splitlines())
@@ -87,6 +156,18 @@ def ready(status: str | None = None) -> bool:
     if status is None:
         return notify("READY=1")
     return notify("READY=1", "STATUS=" + _one_line(status))
+
+
+def reloading() -> bool:
+    """Send ``RELOADING=1`` with ``MONOTONIC_USEC`` before ``signaltty restart`` replaces the
+    image; the new image's ``READY=1`` ends the reload (sd_notify(3), ``Type=notify-reload``
+    semantics; the main pid does not change).
+
+    Returns:
+        As :func:`notify`.
+    """
+    usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+    return notify("RELOADING=1", f"MONOTONIC_USEC={usec}", "STATUS=restarting")
 
 
 def stopping(status: str | None = None) -> bool:

@@ -114,12 +114,16 @@ def _systemd_quote(path: str) -> str:
 
 
 def render_unit(exe: str) -> str:
-    """The systemd unit with ``ExecStart=<exe> daemon`` (§3.1)."""
+    """The systemd unit with ``ExecStart=<exe> daemon`` (§3.1) and ``ExecReload=<exe>
+    restart`` (issue 15)."""
     lines = resources.service_template(resources.SYSTEMD_UNIT).splitlines()
-    out = [
-        f"ExecStart={_systemd_quote(exe)} daemon" if ln.startswith("ExecStart=") else ln
-        for ln in lines
-    ]
+    out = []
+    for ln in lines:
+        if ln.startswith("ExecStart="):
+            ln = f"ExecStart={_systemd_quote(exe)} daemon"
+        elif ln.startswith("ExecReload="):
+            ln = f"ExecReload={_systemd_quote(exe)} restart"
+        out.append(ln)
     return "\n".join(out) + "\n"
 
 

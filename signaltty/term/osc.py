@@ -222,6 +222,16 @@ class OscScanner:
         """Bytes fed so far (absolute stream offset of the next byte)."""
         return self._offset
 
+    @property
+    def at_ground(self) -> bool:
+        """No sequence is partly read (a stream may be handed over here, issue 15)."""
+        return self._state == _GROUND and not self._buf
+
+    def resume_at(self, offset: int) -> None:
+        """Go on with a stream handed over at byte ``offset`` in the ground state."""
+        self.reset()
+        self._offset = offset
+
     def reset(self) -> None:
         """Drop any partial sequence and return to the ground state; the offset is kept."""
         self._state = _GROUND

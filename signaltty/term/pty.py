@@ -16,6 +16,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import select
 import shutil
 import signal
 import struct
@@ -173,14 +174,25 @@ class ExitWatcher:
 
     Linux: a pidfd registered with ``loop.add_reader``. Elsewhere: a daemon thread blocked in
     ``waitpid(pid, 0)`` that hands the status to the loop.
+
+    ``child=False`` watches a process that is not ours to reap (a pane program kept across a
+    daemon crash by systemd's fd store, issue 15 item 2): its end is seen through the pidfd
+    and reported with code ``None`` — the status went to whoever reaps it. Linux only: without
+    a pidfd the end of such a process is never seen.
     """
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, pid: int, on_exit: Callable[[int | None], None]
+        self,
+        loop: asyncio.AbstractEventLoop,
+        pid: int,
+        on_exit: Callable[[int | None], None],
+        *,
+        child: bool = True,
     ) -> None:
         self._loop = loop
         self._pid = pid
         self._on_exit = on_exit
+        self._child = child
         self._done = False
         self._pidfd: int | None = None
         pidfd_open = getattr(os, "pidfd_open", None)
@@ -193,11 +205,16 @@ class ExitWatcher:
             loop.add_reader(self._pidfd, self._on_pidfd)
             # The child may have exited before the reader was registered.
             self._on_pidfd()
-        else:
+        elif child:
             threading.Thread(target=self._wait_thread, name=f"wait-{pid}", daemon=True).start()
 
     def _on_pidfd(self) -> None:
         if self._done:
+            return
+        if not self._child:
+            assert self._pidfd is not None
+            if select.select([self._pidfd], [], [], 0)[0]:  # readable once the process ended
+                self._finish(None)
             return
         exited, code = try_reap(self._pid)
         if exited:

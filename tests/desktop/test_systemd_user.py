@@ -581,3 +581,132 @@ def test_unit_starts_reports_ready_and_watchdog_restarts(manager: UserManager) -
     assert r.returncode == 0, r.stderr
     assert not unit.exists()
     assert m.props("ActiveState").get("ActiveState") in ("inactive", None), m.diagnostics()
+
+
+COUNTER = "i=0; while :; do i=$((i+1)); echo \"n $i\"; sleep 0.1; done"
+
+
+def test_reload_restarts_in_place_and_keeps_every_pane(manager: UserManager) -> None:
+    """``systemctl --user reload`` (``ExecReload=signaltty restart``) and ``signaltty
+    restart`` replace the daemon with the installed code under systemd: the main pid stays,
+    systemd sees the reload through (RELOADING=1 … READY=1), and every pane's program keeps
+    printing into its pane without a gap (issue 15 item 1)."""
+    import json
+    import re
+
+    m = manager
+    r = m.run("signaltty", "service", "install", "--no-dbus-activation")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    first = m.wait_running("the installed unit to report READY=1")
+    panes = []
+    for _ in range(3):
+        r = m.run("signaltty", "--json", "new", "--", "sh", "-c", COUNTER)
+        assert r.returncode == 0, r.stderr
+        panes.append(json.loads(r.stdout)["pane_id"])
+    time.sleep(1.0)
+    for _ in range(3):
+        r = m.systemctl("reload", "signaltty", timeout=STATE_TIMEOUT_S)
+        assert r.returncode == 0, (r.stderr, m.diagnostics())
+        p = m.wait_running("the reloaded unit")
+        assert (p["MainPID"], p["NRestarts"]) == (first["MainPID"], first["NRestarts"]), p
+    r = m.run("signaltty", "--json", "restart", timeout=STATE_TIMEOUT_S)
+    assert r.returncode == 0, (r.stderr, m.diagnostics())
+    answer = json.loads(r.stdout)
+    assert answer["pid"] == int(first["MainPID"])
+    assert answer["panes_kept"] == 3
+    assert answer["restarts"] == 4
+    time.sleep(1.0)
+    for pane_id in panes:
+        r = m.run("signaltty", "--json", "pane", "read", pane_id, "--lines", "5000")
+        assert r.returncode == 0, r.stderr
+        numbers = [int(x) for x in re.findall(r"^n (\d+)$", json.loads(r.stdout)["text"], re.M)]
+        assert numbers == list(range(1, len(numbers) + 1)), (numbers, m.diagnostics())
+        assert len(numbers) > 20
+    assert m.props("MainPID")["MainPID"] == first["MainPID"]
+    r = m.run("signaltty", "service", "uninstall", "--force")
+    assert r.returncode == 0, r.stderr
+
+
+def _pane_numbers(m: UserManager, pane_id: str) -> list[int]:
+    import json
+    import re
+
+    r = m.run("signaltty", "--json", "pane", "read", pane_id, "--lines", "5000")
+    assert r.returncode == 0, r.stderr
+    return [int(x) for x in re.findall(r"^n (\d+)$", json.loads(r.stdout)["text"], re.M)]
+
+
+def _pane(m: UserManager, pane_id: str) -> dict[str, Any]:
+    import json
+
+    r = m.run("signaltty", "--json", "pane", "get", pane_id)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["pane"]
+
+
+def _unit_pids(m: UserManager) -> set[int]:
+    """Every process in the unit's cgroup (under the manager's delegated one)."""
+    pids: set[int] = set()
+    for cg in m.cgroups:
+        for unit in cg.rglob("signaltty.service"):
+            for procs in unit.rglob("cgroup.procs"):
+                with contextlib.suppress(OSError):
+                    pids |= {int(x) for x in procs.read_text().split()}
+    return pids
+
+
+def test_crash_and_restart_keep_live_panes_stop_ends_them(manager: UserManager) -> None:
+    """With the PTY masters in systemd's fd store and ``KillMode=process``: after
+    ``systemctl --user restart`` and after ``kill -9`` of the daemon, panes whose programs
+    still run come back ``LIVE`` and go on printing; a program that ended while no daemon ran
+    reads ``exited`` with ``code: null``; ``systemctl --user stop`` still ends every pane
+    program (issue 15 item 2)."""
+    import json
+
+    m = manager
+    r = m.run("signaltty", "service", "install", "--no-dbus-activation")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    first = m.wait_running("the installed unit to report READY=1")
+    counters = []
+    for _ in range(2):
+        r = m.run("signaltty", "--json", "new", "--", "sh", "-c", COUNTER)
+        assert r.returncode == 0, r.stderr
+        counters.append(json.loads(r.stdout)["pane_id"])
+    r = m.run("signaltty", "--json", "new", "--", "sh", "-c", "echo short; sleep 8; exit 5")
+    short = json.loads(r.stdout)["pane_id"]
+    m.wait(lambda: all(len(_pane_numbers(m, p)) > 5 for p in counters), 30, "counters print")
+
+    r = m.systemctl("restart", "signaltty", timeout=STATE_TIMEOUT_S)
+    assert r.returncode == 0, (r.stderr, m.diagnostics())
+    up = m.wait_running("the restarted unit", lambda q: q["MainPID"] not in ("0", first["MainPID"]))
+    for pane_id in counters:
+        pane = _pane(m, pane_id)
+        assert pane["live"] == {"state": "live"}, (pane, m.diagnostics())
+        assert pane["restore_state"] == "LIVE"
+        before = len(_pane_numbers(m, pane_id))
+        m.wait(lambda p=pane_id, b=before: len(_pane_numbers(m, p)) > b + 3, 30, "printing on")
+        numbers = _pane_numbers(m, pane_id)
+        # the snapshot was written after the readers stopped: not a line lost or doubled
+        assert numbers == list(range(1, len(numbers) + 1)), (numbers, m.diagnostics())
+
+    os.kill(int(up["MainPID"]), signal.SIGKILL)
+    back = m.wait_running(
+        "the restart after a crash",
+        lambda q: q["MainPID"] not in ("0", up["MainPID"]) and int(q["NRestarts"]) > int(up["NRestarts"]),
+    )
+    assert back["MainPID"] != up["MainPID"]
+    for pane_id in counters:
+        assert _pane(m, pane_id)["live"] == {"state": "live"}, m.diagnostics()
+        last = max(_pane_numbers(m, pane_id))
+        m.wait(lambda p=pane_id, n=last: max(_pane_numbers(m, p)) > n + 3, 30, "printing after the crash")
+    m.wait(lambda: _pane(m, short)["live"]["state"] == "exited", 30, "the short program's end")
+    assert _pane(m, short)["live"] == {"state": "exited", "code": None}
+
+    programs = _unit_pids(m) - {int(back["MainPID"])}
+    assert programs, m.diagnostics()
+    r = m.systemctl("stop", "signaltty", timeout=STATE_TIMEOUT_S)
+    assert r.returncode == 0, r.stderr
+    m.wait(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+                           for p in programs), 30, "every pane program ended by stop")
+    r = m.run("signaltty", "service", "uninstall", "--force")
+    assert r.returncode == 0, r.stderr

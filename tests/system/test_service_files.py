@@ -41,14 +41,16 @@ def test_unit_content() -> None:
         "Type": "notify",
         "NotifyAccess": "main",
         "ExecStart": "%h/.local/bin/signaltty daemon",
+        "ExecReload": "%h/.local/bin/signaltty restart",
         "Restart": "on-failure",
         "RestartSec": "2",
         "TimeoutStartSec": "30",
         "TimeoutStopSec": "15",
-        "KillMode": "mixed",
+        "KillMode": "process",
+        "FileDescriptorStoreMax": "4096",
         "KillSignal": "SIGTERM",
         "WatchdogSec": "30",
-        "Environment": "SIGNALTTY_SERVICE=systemd",
+        "Environment": "SIGNALTTY_SERVICE=systemd SIGNALTTY_FDSTORE=1",
     }
     assert dict(unit["Install"]) == {"WantedBy": "default.target"}
 
@@ -99,8 +101,13 @@ _EXEC_START = f"{sys.executable} -m signaltty daemon"
 
 
 def _with_exec_start(text: str, command: str) -> str:
+    reload = command.removesuffix(" daemon") + " restart"
     lines = [
-        f"ExecStart={command}" if line.startswith("ExecStart=") else line
+        f"ExecStart={command}"
+        if line.startswith("ExecStart=")
+        else f"ExecReload={reload}"
+        if line.startswith("ExecReload=")
+        else line
         for line in text.splitlines()
     ]
     return "\n".join(lines) + "\n"
@@ -116,7 +123,7 @@ def test_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
 def test_systemd_analyze_verify_would_catch_a_bad_key(tmp_path: Path) -> None:
     """Control case: the harness above really surfaces systemd's complaints."""
     text = _with_exec_start(UNIT.read_text(encoding="utf-8"), _EXEC_START)
-    result = _verify(text.replace("KillMode=mixed", "KilMode=mixed"), tmp_path)
+    result = _verify(text.replace("KillMode=process", "KilMode=process"), tmp_path)
     assert "KilMode" in result.stderr
 
 
@@ -248,6 +255,7 @@ def test_rendered_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
 
     text = service.render_unit(sys.executable)
     assert f"ExecStart={sys.executable} daemon" in text.splitlines()
+    assert f"ExecReload={sys.executable} restart" in text.splitlines()
     result = _verify(text, tmp_path)
     assert result.stderr == ""
     assert result.returncode == 0

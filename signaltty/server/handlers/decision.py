@@ -28,7 +28,7 @@ class DecisionHandlers:
 
     async def hook_event(self, conn: Client | None, p: P.HookEvent) -> dict[str, Any]:
         # the kernel's word on who reports, not the client_pid it claims (issue #10 item 6)
-        return await self.hooks.hook_event(p, conn.peer_pid if conn is not None else None)
+        return await self.hooks.hook_event(p, conn.peer_pid if conn is not None else None, conn)
 
     async def report_session(self, conn: Client | None, p: P.ReportSession) -> dict[str, Any]:
         caller = Caller("socket", conn.peer_pid, conn.peer_ref) if conn is not None else None

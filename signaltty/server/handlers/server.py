@@ -34,6 +34,7 @@ class ServerHandlers:
             "server.status": self.status,
             "server.schema": self.schema,
             "server.shutdown": self.shutdown,
+            "server.restart": self.restart,
         }
 
     async def status(self, conn: Client | None, p: P.Empty) -> dict[str, Any]:
@@ -44,6 +45,7 @@ class ServerHandlers:
             "version": __version__,
             "protocol": constants.PROTOCOL,
             "instance_id": d.instance_id,
+            "restarts": d.restarts,
             "pid": os.getpid(),
             "uptime_s": round(time.monotonic() - d.started_mono, 3),
             "socket": str(d.socket_path),
@@ -85,6 +87,11 @@ class ServerHandlers:
             "codes": list(constants.CODES),
             "capabilities": dict(constants.CAPABILITIES),
         }
+
+    async def restart(self, conn: Client | None, p: P.Empty) -> dict[str, Any]:
+        """Answered by the restarted image on this connection: ``{restarted: true, pid,
+        version, previous_version, panes_kept, handover, restarts}`` (issue 15 item 5)."""
+        return await self.control.restart(conn)
 
     async def shutdown(self, conn: Client | None, p: P.ServerShutdown) -> dict[str, Any]:
         live = sum(1 for x in self.store.panes.values() if x.live)

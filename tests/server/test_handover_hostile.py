@@ -1,0 +1,148 @@
+"""The handover a restarted image reads is hostile input (issue 15 "bad input").
+
+The fd table (an environment variable) and the document (an fd) could have been reached by
+a same-uid process; each is validated field by field: a bad table means a normal start, a
+bad document means the snapshot, a bad field means that field is skipped — never a crash,
+never an fd or a process the daemon does not own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import random
+import socket
+from pathlib import Path
+
+import pytest
+
+from signaltty.server import handover
+from signaltty.server.daemon import Daemon
+from signaltty.server.handover import FdTable, HandoverError, HeldEntry
+from signaltty.server.restart import adopt
+from tests.conftest import DaemonProc
+
+
+def test_table_round_trip_and_refusals(tmp_path: Path) -> None:
+    lock = os.open(tmp_path / "lock", os.O_RDWR | os.O_CREAT)
+    a, b = socket.socketpair()
+    master, slave = os.openpty()
+    try:
+        table = FdTable(lock_fd=lock, listen_fd=a.fileno())
+        table.ptys.append(handover.PtyEntry("pane_1", 4242, master, os.ttyname(slave)))
+        table.held.append(HeldEntry(b.fileno(), "restart", 'req "1"'))
+        back = handover.parse_table(table.encode())
+        assert back.fds() == table.fds()
+        assert back.held[0].req_id == 'req "1"'
+        good = json.loads(table.encode())
+        bad_tables = [
+            "", "[]", "{", '{"format":2}',
+            {**good, "lock": a.fileno()},  # a socket where a file belongs
+            {**good, "listen": lock},
+            {**good, "ptys": [["pane_1", 4242, lock, "/dev/pts/1"]]},  # not a PTY
+            {**good, "ptys": [["pane_1", 1, master, "/dev/pts/1"]]},  # pid 1
+            {**good, "ptys": [["../x", 4242, master, "/dev/pts/1"]]},
+            {**good, "ptys": [["pane_1", 4242, master, "/etc/passwd"]]},
+            {**good, "held": [[b.fileno(), "restart", "x" * 300]]},
+            {**good, "held": [[master, "restart", "r"]]},
+            {**good, "held": [[9999, "restart", "r"]]},  # not open
+            {**good, "held": [[a.fileno(), "restart", "r"]]},  # named twice
+            {**good, "doc": 0},
+            "x" * 300_000,
+        ]
+        for bad in bad_tables:
+            text = bad if isinstance(bad, str) else json.dumps(bad)
+            with pytest.raises(HandoverError):
+                handover.parse_table(text)
+    finally:
+        for fd in (lock, master, slave):
+            os.close(fd)
+        a.close()
+        b.close()
+
+
+def _document(tmp_root: Path) -> dict:
+    """A real document: a daemon with panes, restarted with the handover fault off, is not
+    needed — the document a running daemon would write is built from a live store."""
+    d = DaemonProc(tmp_root)
+    d.start()
+    try:
+        ws = d.call("workspace.create", {"name": "w", "cwd": str(tmp_root)})["workspace"]
+        d.call("pane.spawn", {"workspace_id": ws["id"], "argv": ["sh", "-c", "echo hi; exit 3"]})
+        d.call("notify", {"title": "t", "body": "b"})
+        import time
+
+        time.sleep(0.5)
+        state = d.root / "state"
+        return {
+            "format": 1,
+            "version": "0.0.1",
+            "restarts": 2,
+            "seq": 7,
+            "ring": [[1, "pane.created", {"pane_id": "x"}], [2, "a" * 100, {}], [9, "late", {}]],
+            "seqs": {"x": {"lifecycle": 3, "bad": "7"}},
+            "snapshot": (state / "snapshot.json").read_text() if (state / "snapshot.json").exists() else "{}",
+            "runtime": {},
+            "panes": {},
+            "hooks": {"agent_pids": {"x": 5}, "pane_procs": [[5, "x", None]], "questions": {}, "waits": {}},
+            "person_pids": [[12, None], ["x", 1]],
+        }
+    finally:
+        d.stop()
+        d.kill_leftovers()
+
+
+def test_hostile_documents_never_crash_the_start(tmp_root: Path) -> None:
+    base = _document(tmp_root)
+    rng = random.Random(15)
+    junk: list[object] = [None, -1, 2**70, "x" * 5000, [], {}, [[1, 2, 3]], True, 1.5, {"a": [None]}]
+
+    async def one(doc: object) -> dict:
+        d = Daemon(state_dir_flag=str(tmp_root / "fresh"), socket_flag=str(tmp_root / "f.sock"))
+        (tmp_root / "fresh").mkdir(mode=0o700, exist_ok=True)
+        fd = handover.write_doc(doc, tmp_root) if isinstance(doc, dict) else _raw_fd(doc)
+        return adopt(d, FdTable(doc_fd=fd))
+
+    def paths(obj: object, prefix: tuple = ()) -> list[tuple]:
+        out = [prefix]
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                out += paths(v, (*prefix, k))
+        elif isinstance(obj, list):
+            for i, v in enumerate(obj[:3]):
+                out += paths(v, (*prefix, i))
+        return out
+
+    every = [p for p in paths(base) if p and p[0] != "snapshot"]
+    for _ in range(300):
+        doc = copy.deepcopy(base)
+        where = rng.choice(every)
+        node = doc
+        for key in where[:-1]:
+            node = node[key]
+        node[where[-1]] = rng.choice(junk)
+        result = asyncio.run(one(doc))
+        assert result["handover"] in ("complete", "snapshot")
+    for raw in (b"", b"not json", b"[]", b'{"format": 2}', b"\xff" * 100, b"[" * 100_000):
+        assert asyncio.run(one(raw))["handover"] == "snapshot"
+
+
+def _raw_fd(data: object) -> int:
+    assert isinstance(data, bytes)
+    fd = os.memfd_create("t")
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def test_a_garbage_handover_variable_means_a_normal_start(tmp_root: Path) -> None:
+    for value in ('{"format":1,"lock":0}', "garbage", json.dumps({"format": 1, "listen": 99})):
+        d = DaemonProc(tmp_root, {"SIGNALTTY_HANDOVER": value})
+        d.start()
+        try:
+            assert d.call("server.status")["restarts"] == 0
+        finally:
+            d.stop()
+            assert not d.kill_leftovers()
