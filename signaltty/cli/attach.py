@@ -97,14 +97,21 @@ def attach(socket_path: str | Remote, pane_id: str) -> int:
         control.close()
 
 
-def _reattach(socket_path: str | Remote, pane_id: str, out: Any, is_tty: bool) -> Client | None:
+def _reattach(
+    socket_path: str | Remote, pane_id: str, out: Any, is_tty: bool, patient: bool
+) -> Client | None:
     """A new stream to the restarted daemon, its snapshot drawn; None if it does not answer
-    within ``REATTACH_WITHIN_S``."""
+    within ``REATTACH_WITHIN_S``. Not ``patient`` (no ``server.restarting`` seen — under
+    heavy output the notice can be lost with the connection): one try, and a refused
+    connect (a daemon that shut down has closed its socket) gives up at once; a daemon
+    restarting in place keeps its socket, so the connect waits in its backlog."""
     deadline = time.monotonic() + REATTACH_WITHIN_S
     while time.monotonic() < deadline:
         try:
             stream = Client(socket_path)
         except OSError:
+            if not patient:
+                return None
             time.sleep(0.2)
             continue
         try:
@@ -113,8 +120,13 @@ def _reattach(socket_path: str | Remote, pane_id: str, out: Any, is_tty: bool) -
             r = stream.call("pane.attach", {"pane_id": pane_id, "cols": cols, "rows": rows})
         except (OSError, ConnectionError):
             stream.close()
+            if not patient:
+                return None
             time.sleep(0.2)
             continue
+        if not r.get("live"):
+            stream.close()
+            return None
         out.write(b"\x1b[H\x1b[2J" + base64.b64decode(r["snapshot_b64"]))
         out.flush()
         return stream
@@ -151,9 +163,9 @@ def _loop(
             continue
         if stream.fileno() in ready or stream.buffered():
             ev = stream.read_message()
-            if ev is None and restarting and socket_path is not None:
+            if ev is None and socket_path is not None:
+                again = _reattach(socket_path, pane_id, out, is_tty, patient=restarting)
                 restarting = False
-                again = _reattach(socket_path, pane_id, out, is_tty)
                 if again is not None:
                     stream.close()
                     stream = again

@@ -1274,10 +1274,11 @@ def _subscribe(args: argparse.Namespace, cl: Client) -> int:
     while True:
         ev = cl.next_event()
         if ev is None:
-            if not restarting or not isinstance(last_seq, int):
+            if not isinstance(last_seq, int):
                 return 0
+            # without the notice (lost with the connection under load): one quick try
+            again = _resubscribe(args, events, last_seq, REATTACH_WITHIN_S if restarting else 0)
             restarting = False
-            again = _resubscribe(args, events, last_seq, REATTACH_WITHIN_S)
             if again is None:
                 return 0
             cl.close()
@@ -1300,25 +1301,29 @@ def _subscribe(args: argparse.Namespace, cl: Client) -> int:
 def _resubscribe(
     args: argparse.Namespace, events: list[str] | None, from_seq: int, within_s: float
 ) -> Client | None:
-    """A subscription to the restarted daemon replaying what came after ``from_seq``."""
+    """A subscription to the restarted daemon replaying what came after ``from_seq``; tries
+    for ``within_s`` (0: once — a daemon that shut down refuses the connect at once)."""
     deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
+    while True:
         try:
             cl = Client(_target(args))
         except OSError:
+            if time.monotonic() >= deadline:
+                return None
             time.sleep(0.2)
             continue
         try:
             r = cl.call("subscribe", {"events": events, "from_seq": from_seq})
         except (OSError, ConnectionError):
             cl.close()
+            if time.monotonic() >= deadline:
+                return None
             time.sleep(0.2)
             continue
         if r.get("subscribed"):
             return cl
         cl.close()
         return None
-    return None
 
 
 def _wait(args: argparse.Namespace, cl: Client) -> int:

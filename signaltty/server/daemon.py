@@ -33,7 +33,7 @@ from signaltty.proto.envelope import SignalttyError
 from signaltty.server import ancestry, handover, persistence
 from signaltty.server.bus import Bus
 from signaltty.server.config import Config, load_config
-from signaltty.server.fdstore import PtyStore
+from signaltty.server.fdstore import PtyStore, kill_unit_leftovers
 from signaltty.server.handover import FdTable, PtyEntry
 from signaltty.server.hooks import HookService
 from signaltty.server.listener import Listener
@@ -543,6 +543,10 @@ class Daemon:
         loop = asyncio.get_running_loop()
         self._load_faults()
         restarted: dict[str, Any] | None = None
+        if self.handover is None and self.pty_store.enabled:
+            # only what a kept pane started may stay in the unit (attack pass 4, N2)
+            keep = {k.pid for k in self.pty_store.received.values() if k.same_process()}
+            kill_unit_leftovers(keep)
         if self.handover is not None:
             restarted = adopt_handover(self, self.handover)
         elif self.pty_store.handover_fd is not None:

@@ -174,6 +174,52 @@ class PtyStore:
         return False
 
 
+def kill_unit_leftovers(keep_sessions: set[int]) -> list[int]:
+    """At a start under the unit: SIGKILL every process left in the unit's cgroup that is
+    neither this daemon nor in the session of a pane it kept — what escaped a pane of the
+    daemon before (a ``setsid`` double fork the subreaper had adopted), a terminal it had
+    opened. ``KillMode=mixed`` used to do this after a crash (docs/security.md, attack pass
+    4, N2); ``KillMode=process`` keeps the panes alive, so the daemon does it for the rest.
+
+    Returns:
+        The pids killed (none outside such a unit).
+    """
+    procs = _unit_procs()
+    me = os.getpid()
+    killed = []
+    for pid in procs:
+        if pid == me:
+            continue
+        try:
+            if os.getsid(pid) in keep_sessions:
+                continue
+            os.kill(pid, 9)
+        except OSError:
+            continue
+        killed.append(pid)
+    if killed:
+        log.warning("fdstore.leftovers_killed", pids=killed)
+    return killed
+
+
+def _unit_procs() -> list[int]:
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return []
+    path = next((line[3:] for line in text.splitlines() if line.startswith("0::")), None)
+    if path is None or not path.rstrip("/").endswith(".service"):
+        return []
+    for root in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+        try:
+            with open(f"{root}{path}/cgroup.procs", encoding="utf-8") as fh:
+                return [int(x) for x in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return []
+
+
 def _own_unit() -> str | None:
     try:
         with open("/proc/self/cgroup", encoding="utf-8") as fh:

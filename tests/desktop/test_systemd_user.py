@@ -604,17 +604,18 @@ def test_reload_restarts_in_place_and_keeps_every_pane(manager: UserManager) -> 
         assert r.returncode == 0, r.stderr
         panes.append(json.loads(r.stdout)["pane_id"])
     time.sleep(1.0)
-    for _ in range(3):
+    for _ in range(5):  # ten switches in a row, as the issue asks
         r = m.systemctl("reload", "signaltty", timeout=STATE_TIMEOUT_S)
         assert r.returncode == 0, (r.stderr, m.diagnostics())
         p = m.wait_running("the reloaded unit")
         assert (p["MainPID"], p["NRestarts"]) == (first["MainPID"], first["NRestarts"]), p
-    r = m.run("signaltty", "--json", "restart", timeout=STATE_TIMEOUT_S)
-    assert r.returncode == 0, (r.stderr, m.diagnostics())
-    answer = json.loads(r.stdout)
-    assert answer["pid"] == int(first["MainPID"])
-    assert answer["panes_kept"] == 3
-    assert answer["restarts"] == 4
+    for n in range(6, 11):
+        r = m.run("signaltty", "--json", "restart", timeout=STATE_TIMEOUT_S)
+        assert r.returncode == 0, (r.stderr, m.diagnostics())
+        answer = json.loads(r.stdout)
+        assert answer["pid"] == int(first["MainPID"])
+        assert answer["panes_kept"] == 3
+        assert answer["restarts"] == n
     time.sleep(1.0)
     for pane_id in panes:
         r = m.run("signaltty", "--json", "pane", "read", pane_id, "--lines", "5000")
@@ -689,6 +690,14 @@ def test_crash_and_restart_keep_live_panes_stop_ends_them(manager: UserManager) 
         # the snapshot was written after the readers stopped: not a line lost or doubled
         assert numbers == list(range(1, len(numbers) + 1)), (numbers, m.diagnostics())
 
+    # a process that left its pane's session: it must not outlive a crash (attack pass 4, N2)
+    r = m.run("signaltty", "--json", "new", "--", "sh", "-c", "setsid -f sleep 3301; sleep 600")
+    assert r.returncode == 0, r.stderr
+
+    def escaped() -> list[int]:
+        return [p.pid for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "3301"]]
+
+    m.wait(escaped, 30, "the escaped process starts")
     os.kill(int(up["MainPID"]), signal.SIGKILL)
     back = m.wait_running(
         "the restart after a crash",
@@ -699,6 +708,7 @@ def test_crash_and_restart_keep_live_panes_stop_ends_them(manager: UserManager) 
         assert _pane(m, pane_id)["live"] == {"state": "live"}, m.diagnostics()
         last = max(_pane_numbers(m, pane_id))
         m.wait(lambda p=pane_id, n=last: max(_pane_numbers(m, p)) > n + 3, 30, "printing after the crash")
+    assert not escaped(), "an escaped process outlived the crash"
     m.wait(lambda: _pane(m, short)["live"]["state"] == "exited", 30, "the short program's end")
     assert _pane(m, short)["live"] == {"state": "exited", "code": None}
 

@@ -258,3 +258,59 @@ def test_subscribe_goes_on_across_a_restart(plain: DaemonProc) -> None:
     assert created == [first["id"], second["id"]]
     seqs = [e["seq"] for e in events]
     assert seqs == sorted(set(seqs))
+
+
+def test_an_attached_viewer_goes_on_across_a_restart(plain: DaemonProc) -> None:
+    """``signaltty pane attach`` in a real terminal: the daemon restarts under it, the viewer
+    reconnects by itself, redraws the screen and keeps showing the program's output; keys
+    typed afterwards still reach the program."""
+    import fcntl
+    import select
+    import subprocess
+    import termios
+
+    d = plain
+    pane = _spawn(d, ["bash", "-c", "i=0; while :; do i=$((i+1)); echo \"tick $i\"; read -t 0.2 x && echo \"got $x\"; done"])
+    master, slave = os.openpty()
+
+    def make_ctty() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "signaltty", "pane", "attach", pane["id"]],
+        env=d.env, stdin=slave, stdout=slave, stderr=slave, preexec_fn=make_ctty,
+    )
+    os.close(slave)
+    seen = bytearray()
+
+    def read_until(pattern: bytes, timeout: float = 20) -> None:
+        start = len(seen)
+        deadline = time.monotonic() + timeout
+        while re.search(pattern, bytes(seen[start:])) is None:
+            left = deadline - time.monotonic()
+            assert left > 0, (pattern, bytes(seen[-400:]))
+            if select.select([master], [], [], left)[0]:
+                try:
+                    seen.extend(os.read(master, 65536))
+                except OSError:  # the viewer ended
+                    raise AssertionError((pattern, bytes(seen[-600:]))) from None
+
+    try:
+        read_until(rb"tick \d+")
+        _restart(d)
+        read_until(rb"\x1b\[H\x1b\[2J")  # the viewer attached again and redrew
+        mark = len(seen)
+        read_until(rb"tick \d+")
+        assert proc.poll() is None, bytes(seen[-400:])
+        assert b"server closed the connection" not in bytes(seen[mark:])
+        os.write(master, b"after-restart\r")
+        read_until(rb"got after-restart")
+        os.write(master, b"\x1d")
+        read_until(rb"detached")
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
