@@ -268,7 +268,10 @@ class Connection:
         try:
             keep = True
             if held is not None:
-                keep = await self._single_flight(held[0], held[1], pending, lines)
+                await self._single_flight(held[0], held[1], pending, lines)
+                # and ends with it: the peer identity read now (pid, else start time) may
+                # belong to a process that reused a dead connector's pid (attack pass 8, A1)
+                keep = False
             while keep and not self._closing:
                 if not pending:
                     try:
@@ -517,7 +520,7 @@ class Listener:
         answer: Callable[[Connection], Coroutine[Any, Any, dict[str, Any]]],
     ) -> None:
         """Serve a connection handed over by a restart whose call ``req_id`` is answered by
-        ``answer(connection)``; afterwards it is an ordinary connection."""
+        ``answer(connection)``; the connection closes after that answer."""
 
         async def serve() -> None:
             try:
@@ -655,6 +658,12 @@ class Listener:
             self._origins.clear()
         self._origins[pid] = (inside, now + ORIGIN_CACHE_S)
         return inside
+
+    def stop_listening(self) -> None:
+        """Stop accepting (the listening socket is closed here; a restart keeps a dup)."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
 
     async def stop_accepting(self) -> None:
         if self._server is not None:

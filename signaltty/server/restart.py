@@ -99,6 +99,7 @@ class Restarter:
         self._task: asyncio.Task[None] | None = None
         self._callers: list[Any] = []
         self._paused_at = 0.0
+        self._listen_fd: int | None = None
 
     @property
     def running(self) -> bool:
@@ -140,12 +141,18 @@ class Restarter:
         ]
         if unrested:
             log.warning("restart.mid_sequence", panes=unrested)
+        # From here new connections wait in the backlog for the new image: the socket is
+        # kept open by a dup while this image stops accepting; requests on connections it
+        # accepted before are answered while the snapshot is written.
+        self._listen_fd = _stop_accepting(d)
         try:
             await d.save()
             self._exec()
         except BaseException as exc:
             for rt in live:
                 rt.resume_reading()
+            await _accept_again(d, self._listen_fd)
+            self._listen_fd = None
             if isinstance(exc, asyncio.CancelledError):
                 raise
             log.exception("restart.failed")
@@ -189,9 +196,7 @@ class Restarter:
     def _exec(self) -> None:
         """Write the handover and ``exec``; returns only by raising (nothing was lost)."""
         d = self.daemon
-        table = FdTable(
-            lock_fd=d.lock_fd, listen_fd=d.listener.listening_fd() if d.listener else None
-        )
+        table = FdTable(lock_fd=d.lock_fd, listen_fd=self._listen_fd)
         for rt in d.runtimes.values():
             if rt.live and rt.proc is not None and rt.proc.master_fd >= 0:
                 table.ptys.append(
@@ -270,6 +275,23 @@ class Restarter:
 
 def _wait_on(hooks: HookService, route: Any, conn: Any) -> Any:
     return hooks.wait_on(route, conn)
+
+
+def _stop_accepting(d: Daemon) -> int | None:
+    """A dup of the listening socket (it stays open, its backlog fills), then this image
+    stops accepting on it."""
+    fd = d.listener.listening_fd() if d.listener is not None else None
+    if fd is None:
+        return None
+    keep = os.dup(fd)
+    d.listener.stop_listening()  # type: ignore[union-attr]
+    return keep
+
+
+async def _accept_again(d: Daemon, fd: int | None) -> None:
+    """Undo :func:`_stop_accepting` (a restart that did not happen)."""
+    if fd is not None and d.listener is not None:
+        await d.listener.start_on(socket.socket(fileno=fd))
 
 
 def _client_fd(conn: Any) -> int | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from signaltty.proto.envelope import SignalttyError
 from tests.conftest import DaemonProc, wait_until
 from tests.server.test_reporter_verdicts import Reporter, _claude_pane, _pending, _verdict
 
@@ -314,3 +315,41 @@ def test_an_attached_viewer_goes_on_across_a_restart(plain: DaemonProc) -> None:
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+def test_clients_during_the_switch_are_served_or_told(plain: DaemonProc) -> None:
+    """While the daemon switches, new connections wait in the socket's backlog and are
+    answered by the new image (never refused); a call in flight on an old connection ends
+    with the connection closed, and the daemon serves the retry."""
+    import threading
+
+    d = plain
+    pane = _spawn(d, ["sh", "-c", COUNTER])
+    stop = threading.Event()
+    answered: list[int] = []
+    failures: list[str] = []
+
+    def hammer() -> None:
+        while not stop.is_set():
+            try:
+                answered.append(d.call("server.status")["restarts"])
+            except Exception as exc:  # noqa: BLE001 - collected and asserted below
+                failures.append(repr(exc))
+
+    waiter = d.client(timeout=5)
+    waiter.send("wait", {"pane_id": pane["id"], "until": "exited", "timeout_s": 60})
+    thread = threading.Thread(target=hammer)
+    thread.start()
+    try:
+        _restart(d)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not failures, failures[:3]
+    assert 0 in answered
+    assert 1 in answered
+    assert waiter.read_message(timeout=10) is None  # closed, no answer: the caller retries
+    waiter.close()
+    with pytest.raises(SignalttyError, match="timed out"):  # served again, and still running
+        d.call("wait", {"pane_id": pane["id"], "until": "exited", "timeout_s": 0.5})
