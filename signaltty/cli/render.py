@@ -290,6 +290,13 @@ def event_summary(ev: dict[str, Any]) -> str:
         return f"{p.get('decision_id')} ({p.get('reason')})"
     if name == "pane.exited":
         return f"code {p.get('code')}"
+    if name == "server.restarting":
+        return f"daemon restarting in place, {p.get('panes')} live panes kept"
+    if name == "server.restarted":
+        return (
+            f"daemon restarted (signaltty {p.get('previous_version')} → {p.get('version')}), "
+            f"{p.get('panes_kept')} panes kept"
+        )
     pane = p.get("pane")
     if isinstance(pane, dict):
         if name == "pane.updated":

@@ -59,6 +59,8 @@ EVENTS = [
     "attention.*",
     "decision.*",
     "server.will_shutdown",
+    "server.restarting",
+    "server.restarted",
 ]
 # Events arriving within this window are folded into one re-read of the panes.
 COALESCE_S = 0.05
@@ -175,8 +177,17 @@ class Top:
                 await self._close()
                 self._offline(None)
                 continue
-            if ev.get("event") == "server.will_shutdown":
+            name = ev.get("event")
+            if name == "server.will_shutdown":
                 self._say("the daemon is shutting down", "ansiyellow")
+            elif name == "server.restarting":
+                self._say(
+                    "the daemon is restarting in place; every pane keeps running", "ansiyellow"
+                )
+            elif name == "server.restarted":
+                p = ev.get("payload") or {}
+                kept = p.get("panes_kept") if isinstance(p, dict) else None
+                self._say(f"daemon restarted, {kept} panes kept", "ansigreen")
             self._dirty.set()
 
     async def _reload_loop(self) -> None:

@@ -353,3 +353,15 @@ def test_clients_during_the_switch_are_served_or_told(plain: DaemonProc) -> None
     waiter.close()
     with pytest.raises(SignalttyError, match="timed out"):  # served again, and still running
         d.call("wait", {"pane_id": pane["id"], "until": "exited", "timeout_s": 0.5})
+
+
+def test_restart_events_read_as_sentences() -> None:
+    from signaltty.cli import render
+
+    line = render.event_line(
+        {"event": "server.restarted", "seq": 9,
+         "payload": {"version": "0.2.0", "previous_version": "0.1.0", "panes_kept": 3}}
+    )
+    assert "daemon restarted (signaltty 0.1.0 → 0.2.0), 3 panes kept" in line
+    line = render.event_line({"event": "server.restarting", "seq": 8, "payload": {"panes": 3}})
+    assert "restarting in place, 3 live panes kept" in line
