@@ -147,11 +147,16 @@ class Restarter:
         self._listen_fd = _stop_accepting(d)
         try:
             await d.save()
+            if d.shutting_down:  # a stop arrived meanwhile: it wins, nothing is handed over
+                raise RuntimeError("the daemon is shutting down")
             self._exec()
         except BaseException as exc:
             for rt in live:
                 rt.resume_reading()
-            await _accept_again(d, self._listen_fd)
+            if d.shutting_down and self._listen_fd is not None:
+                os.close(self._listen_fd)
+            else:
+                await _accept_again(d, self._listen_fd)
             self._listen_fd = None
             if isinstance(exc, asyncio.CancelledError):
                 raise

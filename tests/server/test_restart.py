@@ -365,3 +365,22 @@ def test_restart_events_read_as_sentences() -> None:
     assert "daemon restarted (signaltty 0.1.0 → 0.2.0), 3 panes kept" in line
     line = render.event_line({"event": "server.restarting", "seq": 8, "payload": {"panes": 3}})
     assert "restarting in place, 3 live panes kept" in line
+
+
+def test_a_stop_during_the_switch_wins(plain: DaemonProc) -> None:
+    """SIGTERM while the restart checks the installed code: the daemon stops as usual (panes
+    ended, exit 0), the restart caller gets an error, nothing is left running."""
+    import subprocess
+
+    d = plain
+    assert d.proc is not None
+    _spawn(d, ["sh", "-c", COUNTER])
+    caller = subprocess.Popen(
+        [sys.executable, "-m", "signaltty", "restart"], env=d.env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(d.root),
+    )
+    time.sleep(0.2)  # the check child is starting
+    assert d.stop() == 0
+    _, err = caller.communicate(timeout=60)
+    assert caller.returncode != 0
+    assert err.strip()
