@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="load config, manifests and code as a start would, then exit (0: it would start)",
     )
+    d.add_argument("--check-handover", type=int, help=argparse.SUPPRESS)  # `restart`'s check
 
     st = sub.add_parser(
         "status", parents=[common], help="server status, or counts for a status bar"
@@ -133,9 +134,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "restart",
         parents=[common],
-        help="replace the running server with the installed code; every pane keeps running",
+        help="upgrade in place: re-exec the daemon with the installed code; every pane keeps "
+        "running (what `systemctl --user reload signaltty` runs)",
+        description="Checks that the installed signaltty starts and can restore this daemon's "
+        "state (`daemon --check`), then the same pid execs it. Pane programs, screens, "
+        "states, pending permissions and event seqs carry over; `pane attach` and `subscribe` "
+        "reconnect by themselves. If the check fails, the running daemon goes on and this "
+        'prints why (exit 1). docs/service.md "Restart in place".',
     )
-    s = sub.add_parser("shutdown", parents=[common], help="stop the server")
+    s = sub.add_parser(
+        "shutdown",
+        parents=[common],
+        help="stop the daemon; its pane programs end (to upgrade without that: "
+        "`signaltty restart`)",
+    )
     s.add_argument(
         "--force", action="store_true", help="stop even when panes are live (they are ended)"
     )
@@ -429,7 +441,13 @@ def main(argv: list[str]) -> int:
     except (ConnectionError, BrokenPipeError):
         if _stdout_closed():
             return _quiet_sigpipe()
-        return _fail(args, "CONNECTION_CLOSED", "the server closed the connection", 1)
+        return _fail(
+            args,
+            "CONNECTION_CLOSED",
+            "the daemon closed the connection (if it restarted in place, run the same command "
+            "again: a `wait` keeps its baseline)",
+            1,
+        )
     except KeyboardInterrupt:
         return 130
 
@@ -556,14 +574,19 @@ def _run(args: argparse.Namespace) -> int:
                 r = cl.call("server.restart")
             except ConnectionError:
                 raise CliError(
-                    "the server closed the connection during the restart; "
+                    "the daemon did not answer after switching to the installed code (it may "
+                    "have failed to restore; every pane program is kept where possible): see "
+                    "signaltty.log in its state dir (and daemon.out for a detached daemon); "
                     "`signaltty status` shows whether it is back"
                 ) from None
+            before = r.get("previous_version")
+            version = r.get("version")
+            change = f"{before} → {version}" if before and before != version else f"{version}"
             return _out(
                 args,
                 r,
-                f"restarted: pid {r.get('pid')}, signaltty {r.get('version')}, "
-                f"{r.get('panes_kept')} panes kept",
+                f"restarted in place: pid {r.get('pid')}, signaltty {change}, "
+                f"{r.get('panes_kept')} panes kept (switch {r.get('switch_ms')} ms)",
             )
         if cmd == "shutdown":
             try:
@@ -664,6 +687,7 @@ def _daemon(args: argparse.Namespace) -> int:
         from signaltty.server.daemon import check_daemon
 
         return check_daemon(
+            handover_fd=args.check_handover,
             socket_flag=socket_flag,
             state_dir_flag=args.state_dir,
             config_flag=args.config,
@@ -1278,9 +1302,14 @@ def _subscribe(args: argparse.Namespace, cl: Client) -> int:
                 return 0
             # without the notice (lost with the connection under load): one quick try
             again = _resubscribe(args, events, last_seq, REATTACH_WITHIN_S if restarting else 0)
-            restarting = False
             if again is None:
+                if restarting:
+                    raise CliError(
+                        f"the daemon did not come back within {REATTACH_WITHIN_S:g} s of "
+                        f"restarting, or came back without the events after seq {last_seq}"
+                    )
                 return 0
+            restarting = False
             cl.close()
             cl = again
             continue

@@ -77,7 +77,8 @@ def workspace_line(w: dict[str, Any]) -> str:
 def status(r: dict[str, Any]) -> str:
     lines = [
         f"signaltty {clean(r['version'])} ({clean(r['protocol'])}) pid {r['pid']}, "
-        f"up {r['uptime_s']:.0f} s",
+        f"up {r['uptime_s']:.0f} s"
+        + (f", restarted in place {r['restarts']}×" if r.get("restarts") else ""),
         f"socket     {clean(r['socket'])}",
         f"state dir  {clean(r['state_dir'])}",
         f"workspaces {r['workspaces']}, panes {r['panes']} ({r['live_panes']} live), "

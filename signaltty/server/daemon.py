@@ -548,7 +548,7 @@ class Daemon:
             keep = {k.pid for k in self.pty_store.received.values() if k.same_process()}
             kill_unit_leftovers(keep)
         if self.handover is not None:
-            restarted = adopt_handover(self, self.handover)
+            restarted = self._adopt_or_fall_back(self.handover, children=True)
         elif self.pty_store.handover_fd is not None:
             # after `systemctl restart`: the document and the PTYs came from the fd store
             table = FdTable(doc_fd=self.pty_store.handover_fd)
@@ -557,7 +557,7 @@ class Daemon:
                     table.ptys.append(PtyEntry(kept.pane_id, kept.pid, kept.fd, kept.slave_path()))
                 else:
                     os.close(kept.fd)
-            restarted = adopt_handover(self, table, children=False)
+            restarted = self._adopt_or_fall_back(table, children=False)
         else:
             self._restore()
         async with self.supervisor:
@@ -620,6 +620,33 @@ class Daemon:
             await self._stop.wait()
             await self._shutdown()
         return self.supervisor.exit_code
+
+    def _adopt_or_fall_back(self, table: FdTable, *, children: bool) -> dict[str, Any]:
+        """Restore from a handover; if the restore itself fails (a fault of this code, not
+        of the document: those fall back inside it), start again from the snapshot with the
+        same PTYs, so that no pane's program is lost (new-user pass 8, finding 1)."""
+        try:
+            return adopt_handover(self, table, children=children)
+        except Exception:  # noqa: BLE001 - the panes' programs must outlive our bug
+            log.exception("handover.adopt_failed")
+        for rt in self.runtimes.values():
+            rt.stop_for_retry()
+        self.runtimes.clear()
+        self.store.panes.clear()
+        self.store.workspaces.clear()
+        self.store.notifications.clear()
+        self.store.seqs.clear()
+        self.store.ring.clear()
+        self.hooks.routes.clear()
+        self.hooks.agent_pids.clear()
+        for held in table.held:  # their answers cannot be delivered on this path
+            with contextlib.suppress(OSError):
+                os.close(held.fd)
+        table.held.clear()
+        bare = FdTable(ptys=table.ptys)
+        restarted = adopt_handover(self, bare, children=children)
+        restarted["handover"] = "snapshot"
+        return restarted
 
     def _load_faults(self) -> None:
         """Test-only fault injection from ``SIGNALTTY_FAULTS`` (server/supervisor.py).
@@ -1088,15 +1115,31 @@ def _loop_factory() -> Any:
     return uvloop.new_event_loop
 
 
-def check_daemon(**kwargs: Any) -> int:
+def check_daemon(handover_fd: int | None = None, **kwargs: Any) -> int:
     """``daemon --check``: load what a start loads (config, manifests, the event loop, every
     server module) without taking the socket or the lock; 0 when it would start. A restart
-    runs this with the installed code before it gives the running image up (issue 15)."""
+    runs this with the installed code before it gives the running image up (issue 15), with
+    ``handover_fd``: a handover document of the running daemon's state, which this process
+    restores in its own memory (no PTY, no file touched) as the new image would.
+
+    Raises:
+        Exception: whatever the new code raises; the restart quotes its output.
+    """
     daemon = Daemon(**kwargs)
     daemon._load_catalog_at_start()
-    _loop_factory()
+    factory = _loop_factory()
     import signaltty.desktop.dbus  # noqa: F401 - imported at start; a broken one must show here
     import signaltty.desktop.notify  # noqa: F401
+
+    if handover_fd is not None:
+
+        async def dry_run() -> dict[str, Any]:
+            return adopt_handover(daemon, FdTable(doc_fd=handover_fd), snapshot_fallback=False)
+
+        with asyncio.Runner(loop_factory=factory) as runner:
+            restored = runner.run(dry_run())
+        print(f"signaltty: the handover restores ({len(daemon.store.panes)} panes)")
+        del restored
 
     if daemon.config_error:
         print(f"signaltty: config: {daemon.config_error}", file=sys.stderr)

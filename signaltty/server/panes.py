@@ -592,6 +592,14 @@ class PaneRuntime(TerminalReplies):
             self.settle_now()
         return True
 
+    def stop_for_retry(self) -> None:
+        """Stop reading and watching without closing the PTY (a restore that failed half
+        way starts again with the same master; issue 15)."""
+        self._stop_reading()
+        if self.watcher is not None:
+            self.watcher.close()
+            self.watcher = None
+
     def resume_reading(self) -> None:
         """Undo :meth:`pause_for_handover` (a restart that did not happen)."""
         self._handing_over = False

@@ -1,6 +1,7 @@
 """``server.restart``: replace the running daemon with the installed code, keeping every pane.
 
-The old image checks that the installed code starts (``daemon --check`` in a child, ≤ 30 s),
+The old image checks that the installed code starts and restores this daemon's state
+(``daemon --check`` in a child with a handover document of the state as it is, ≤ 20 s),
 tells subscribers (``server.restarting``), pauses every pane's reader where its parser rests,
 saves the snapshot, writes the handover (``server/handover.py``) and ``exec``s the same
 interpreter with the same flags. Same pid: the pane programs stay its children (their exit
@@ -73,6 +74,7 @@ class Daemon(Protocol):
     state_dir: Path
     instance_id: str
     started_at: float
+    started_mono: float
     restarts: int
     person_pids: dict[int, float | None]
     handover_waits: dict[str, Any]
@@ -164,8 +166,26 @@ class Restarter:
             raise SignalttyError("RESTART_FAILED", f"cannot restart: {exc}") from None
 
     async def _check(self) -> None:
-        """Start the installed code with ``daemon --check`` and the same flags."""
-        argv = [sys.executable, "-m", "signaltty", "daemon", "--check", *self.daemon.flag_argv()]
+        """Start the installed code with ``daemon --check`` and the same flags, and let it
+        restore (in its own memory, no PTY) from a handover document of the state as it is
+        now: the new code's restore path runs on this daemon's real data before anything is
+        given up."""
+        try:
+            doc_fd = handover.write_doc(self.document(), self.daemon.state_dir)
+        except OSError as exc:
+            raise SignalttyError(
+                "RESTART_FAILED", f"cannot write the handover: {exc.strerror or exc}"
+            ) from None
+        argv = [
+            sys.executable,
+            "-m",
+            "signaltty",
+            "daemon",
+            "--check",
+            "--check-handover",
+            str(doc_fd),
+            *self.daemon.flag_argv(),
+        ]
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -173,11 +193,14 @@ class Restarter:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 cwd="/",
+                pass_fds=(doc_fd,),
             )
         except OSError as exc:
             raise SignalttyError(
                 "RESTART_FAILED", f"cannot start {sys.executable}: {exc.strerror or exc}"
             ) from None
+        finally:
+            os.close(doc_fd)
         try:
             async with asyncio.timeout(CHECK_TIMEOUT_S):
                 out, _ = await proc.communicate()
@@ -191,7 +214,9 @@ class Restarter:
             ) from None
         if proc.returncode != 0:
             lines = out.decode("utf-8", "replace").strip().splitlines() or ["(no output)"]
-            why = " | ".join(line.strip() for line in lines[-3:])[:600]
+            # the last traceback frame names the file and line (a SyntaxError's too)
+            where = [ln.strip() for ln in lines if ln.strip().startswith('File "')][-1:]
+            why = " | ".join([*where, *(line.strip() for line in lines[-3:])])[:800]
             raise SignalttyError(
                 "RESTART_FAILED",
                 f"the installed signaltty does not start (exit {proc.returncode}): {why}; "
@@ -229,13 +254,13 @@ class Restarter:
                 os.set_inheritable(fd, True)
             env = dict(os.environ)
             env[handover.ENV] = table.encode()
-            argv = [sys.executable, "-m", "signaltty", "daemon", *d.flag_argv()]
+            argv = [*_own_command(), "daemon", *d.flag_argv()]
             sdnotify.reloading()
             log.info("restart.exec", panes=len(table.ptys), held=len(table.held))
             # the snapshot writer must not be cut off mid-write by the exec
             with d.disk_lock():
                 os.chdir("/")  # `python -m` puts the cwd first on sys.path
-                os.execve(sys.executable, argv, env)
+                os.execve(argv[0], argv, env)
         except BaseException:
             for fd in table.fds():
                 with contextlib.suppress(OSError):
@@ -280,6 +305,16 @@ class Restarter:
 
 def _wait_on(hooks: HookService, route: Any, conn: Any) -> Any:
     return hooks.wait_on(route, conn)
+
+
+def _own_command() -> list[str]:
+    """How this daemon was started: the ``signaltty`` console script (so ``ps`` and
+    ``pgrep -f 'signaltty daemon'`` see the same command after a restart), else
+    ``python -m signaltty``."""
+    script = sys.argv[0] if sys.argv else ""
+    if os.path.basename(script) == "signaltty" and os.access(script, os.X_OK):
+        return [os.path.abspath(script)]
+    return [sys.executable, "-m", "signaltty"]
 
 
 def _stop_accepting(d: Daemon) -> int | None:
@@ -356,7 +391,9 @@ def read_table() -> FdTable | None:
     return table
 
 
-def adopt(d: Daemon, table: FdTable, *, children: bool = True) -> dict[str, Any]:
+def adopt(
+    d: Daemon, table: FdTable, *, children: bool = True, snapshot_fallback: bool = True
+) -> dict[str, Any]:
     """Restore the store and the panes from the handover (the snapshot saved just before the
     switch when the document cannot be used); live panes keep their processes and PTYs
     (``children=False``: programs kept by systemd's fd store, not ours to reap).
@@ -381,6 +418,8 @@ def adopt(d: Daemon, table: FdTable, *, children: bool = True) -> dict[str, Any]
             log.error("handover.document_unusable", why=str(exc))
             doc = None
     if restored is None:
+        if not snapshot_fallback:  # `daemon --check`: the document itself must be usable
+            raise HandoverError("the handover document cannot be used")
         restored = persistence.load_snapshot(d.state_dir, d.catalog)
     for err in restored.errors:
         log.error("snapshot.restore_problem", error=err)
@@ -442,6 +481,12 @@ def adopt(d: Daemon, table: FdTable, *, children: bool = True) -> dict[str, Any]
                         d.person_pids[item[0]] = start
         waits = hooks_state.get("waits") if isinstance(hooks_state, dict) else None
         d.handover_waits = waits if isinstance(waits, dict) else {}
+        started = doc.get("started_at")
+        now = time.time()
+        if isinstance(started, (int, float)) and not isinstance(started, bool) and started < now:
+            # uptime counts from the first start, not from this image
+            d.started_at = float(started)
+            d.started_mono = time.monotonic() - (now - float(started))
         restarts = doc.get("restarts")
         if type(restarts) is int and restarts > 0:
             d.restarts = restarts

@@ -50,14 +50,8 @@ def notify(*messages: str) -> bool:
 
     Spec: desktop-and-service.md §3.2 (a leading ``@`` means the abstract namespace).
     """
-    target = os.environ.get("NOTIFY_SOCKET", "")
-    if not messages or not target:
-        return False
-    if target.startswith("@"):
-        address = "\0" + target[1:]
-    elif target.startswith("/"):
-        address = target
-    else:
+    address = _address()
+    if not messages or address is None:
         return False
     try:
         payload = "\n".join(messages).encode("utf-8")
@@ -91,13 +85,20 @@ def remove_fd(name: str) -> bool:
     return _send(f"FDSTOREREMOVE=1\nFDNAME={name}".encode(), [])
 
 
-def _send(payload: bytes, fds: list[int]) -> bool:
+def _address() -> str | None:
+    """``$NOTIFY_SOCKET`` as a socket address: a path, or ``@name`` in the abstract
+    namespace; None when unset or neither."""
     target = os.environ.get("NOTIFY_SOCKET", "")
     if target.startswith("@"):
-        address = "\0" + target[1:]
-    elif target.startswith("/"):
-        address = target
-    else:
+        return "\0" + target[1:]
+    if target.startswith("/"):
+        return target
+    return None
+
+
+def _send(payload: bytes, fds: list[int]) -> bool:
+    address = _address()
+    if address is None:
         return False
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:

@@ -146,3 +146,26 @@ def test_a_garbage_handover_variable_means_a_normal_start(tmp_root: Path) -> Non
         finally:
             d.stop()
             assert not d.kill_leftovers()
+
+
+def test_a_handed_over_connection_ends_with_its_answer(tmp_root: Path) -> None:
+    """The new image reads a handed-over connection's peer anew (pid, else start time), so it
+    answers the call handed over and closes: a pane process that connected from a child which
+    then exited must not go on calling as whatever process took that pid since (attack pass 8,
+    A1: with no ``SO_PEERPIDFD`` for the dead child, the pid's new owner outside every pane
+    was taken for the caller, and its ``decision.answer`` was obeyed)."""
+    d = DaemonProc(tmp_root)
+    d.start()
+    try:
+        with d.client(timeout=90) as c:
+            assert c.call("server.restart")["restarted"] is True
+            try:
+                c.send("server.status")
+                after = c.read_message(timeout=10)
+            except OSError:  # the close reached us first
+                after = None
+            assert after is None
+        assert d.call("server.status")["restarts"] == 1  # new connections are served
+    finally:
+        d.stop()
+        assert not d.kill_leftovers()

@@ -47,14 +47,9 @@ def _restart(d: DaemonProc) -> dict:
 
 
 @pytest.fixture
-def plain(tmp_root: Path):
-    d = DaemonProc(tmp_root)
-    d.start()
-    try:
-        yield d
-    finally:
-        d.stop()
-        assert not d.kill_leftovers()
+def plain(daemon: DaemonProc) -> DaemonProc:
+    """A daemon started without systemd, as ``daemon --detach`` runs it (tests/conftest.py)."""
+    return daemon
 
 
 def test_restart_keeps_every_pane_and_its_output(plain: DaemonProc) -> None:
@@ -384,3 +379,85 @@ def test_a_stop_during_the_switch_wins(plain: DaemonProc) -> None:
     _, err = caller.communicate(timeout=60)
     assert caller.returncode != 0
     assert err.strip()
+
+
+def _shadowed(tmp_root: Path, code: str) -> DaemonProc:
+    """A daemon whose later Python processes (the restart's check, the new image) run
+    ``code`` from a ``sitecustomize`` first: an installed signaltty with a bug planted."""
+    shadow = tmp_root / "shadow"
+    shadow.mkdir()
+    d = DaemonProc(tmp_root, {"PYTHONPATH": f"{shadow}{os.pathsep}{d_pythonpath()}"})
+    d.start()
+    (shadow / "sitecustomize.py").write_text(code)
+    return d
+
+
+def d_pythonpath() -> str:
+    from tests.conftest import REPO
+
+    return str(REPO)
+
+
+def test_new_code_failing_to_restore_is_caught_by_the_check(tmp_root: Path) -> None:
+    """The installed code imports fine but cannot restore this daemon's state: the check
+    restores the real state in a child first, so the restart is refused and nothing is lost."""
+    d = _shadowed(
+        tmp_root,
+        "import signaltty.server.hooks as h\n"
+        "def broken(self, state):\n"
+        "    raise RuntimeError('restore broke here')\n"
+        "h.HookService.adopt_handover = broken\n",
+    )
+    try:
+        pane = _spawn(d, ["sh", "-c", COUNTER])
+        wait_until(lambda: len(_numbers(d, pane["id"])) >= 3, 15)
+        out = d.cli("restart", timeout=90)
+        assert out.returncode != 0
+        assert "restore broke here" in out.stderr
+        assert d.call("server.status")["restarts"] == 0
+        before = max(_numbers(d, pane["id"]))
+        wait_until(lambda: max(_numbers(d, pane["id"])) > before + 2, 10)
+    finally:
+        d.stop()
+        assert not d.kill_leftovers()
+
+
+def test_a_restore_failing_after_the_switch_keeps_the_programs(tmp_root: Path) -> None:
+    """A fault the check cannot see (here: only once the PTYs are adopted): the new image
+    logs it, starts again from the snapshot with the same PTYs, and every program runs on
+    in its pane (``LIVE``)."""
+    d = _shadowed(
+        tmp_root,
+        "import sys\n"
+        "if '--check' not in sys.argv:\n"
+        "    import signaltty.server.panes as p\n"
+        "    original = p.PaneRuntime.start\n"
+        "    calls = []\n"
+        "    def start(self, proc, **kw):\n"
+        "        calls.append(1)\n"
+        "        if len(calls) == 1:\n"
+        "            raise RuntimeError('adopt broke here')\n"
+        "        return original(self, proc, **kw)\n"
+        "    p.PaneRuntime.start = start\n",
+    )
+    try:
+        pane = _spawn(d, ["sh", "-c", COUNTER])
+        wait_until(lambda: len(_numbers(d, pane["id"])) >= 3, 15)
+        answer = _restart_tolerant(d)
+        got = d.call("pane.get", {"pane_id": pane["id"]})["pane"]
+        assert got["live"] == {"state": "live"}, (answer, d.stderr())
+        before = max(_numbers(d, pane["id"]) or [0])
+        wait_until(lambda: max(_numbers(d, pane["id"]) or [0]) > before + 2, 10)
+        log = (d.state_dir / "signaltty.log").read_text()
+        assert "handover.adopt_failed" in log
+    finally:
+        d.stop()
+        assert not d.kill_leftovers()
+
+
+def _restart_tolerant(d: DaemonProc) -> str:
+    """``signaltty restart`` whose caller may lose its connection (the fallback cannot
+    answer it); waits until the daemon serves again."""
+    out = d.cli("restart", timeout=90)
+    wait_until(lambda: d.call("server.status") is not None, 30)
+    return out.stdout + out.stderr
