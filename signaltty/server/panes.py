@@ -612,15 +612,19 @@ class PaneRuntime(TerminalReplies):
             return self.scanner.at_ground
         return export_state(self.screen) is not None
 
-    def handover_state(self) -> dict[str, Any]:
+    def handover_state(self, *, exact: bool = True) -> dict[str, Any]:
         """What a restarted daemon needs to go on with this pane's output exactly: the screen
-        (``term.screen.handover``; None mid-sequence), the raw ring and offsets, the tail."""
+        (``term.screen.handover``; None mid-sequence), the raw ring and offsets, the tail.
+        ``exact=False`` (the restart's check, while the daemon still serves): no pending byte
+        is applied and no screen exported — cheap, and the tail stands in for it."""
         import base64
 
         from signaltty.term.screen.handover import export_state
 
-        screen = export_state(self.screen) if isinstance(self.screen, PyteScreen) else None
-        tail, _ = self.tail_text(5000)
+        screen = (
+            export_state(self.screen) if exact and isinstance(self.screen, PyteScreen) else None
+        )
+        tail, _ = self.tail_text(5000, apply_pending=exact)
         return {
             "output_offset": self.output_offset,
             "eof": self.eof,

@@ -171,7 +171,7 @@ class Restarter:
         now: the new code's restore path runs on this daemon's real data before anything is
         given up."""
         try:
-            doc_fd = handover.write_doc(self.document(), self.daemon.state_dir)
+            doc_fd = handover.write_doc(self.document(exact=False), self.daemon.state_dir)
         except OSError as exc:
             raise SignalttyError(
                 "RESTART_FAILED", f"cannot write the handover: {exc.strerror or exc}"
@@ -270,12 +270,13 @@ class Restarter:
                     os.close(fd)
             raise
 
-    def document(self) -> dict[str, Any]:
+    def document(self, *, exact: bool = True) -> dict[str, Any]:
         """The handover document without held connections (a ``systemctl restart`` puts it
-        in systemd's fd store, server/fdstore.py)."""
-        return self._document(self.daemon.hooks.handover_state())
+        in systemd's fd store, server/fdstore.py; ``exact=False``: the check's, screens left
+        out — ``PaneRuntime.handover_state``)."""
+        return self._document(self.daemon.hooks.handover_state(), exact=exact)
 
-    def _document(self, hooks_state: dict[str, Any]) -> dict[str, Any]:
+    def _document(self, hooks_state: dict[str, Any], *, exact: bool = True) -> dict[str, Any]:
         d = self.daemon
         store = d.store
         panes = list(store.panes.values())
@@ -297,7 +298,7 @@ class Restarter:
             "seqs": store.seqs,
             "snapshot": snapshot,
             "runtime": {p.id: _runtime_fields(p) for p in panes},
-            "panes": {pid: rt.handover_state() for pid, rt in d.runtimes.items()},
+            "panes": {pid: rt.handover_state(exact=exact) for pid, rt in d.runtimes.items()},
             "hooks": hooks_state,
             "person_pids": [[pid, start] for pid, start in d.person_pids.items()],
         }
