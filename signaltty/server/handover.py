@@ -3,8 +3,9 @@
 Two parts cross the ``exec``:
 
 * the **fd table**, in the environment variable ``SIGNALTTY_HANDOVER`` (small JSON): the
-  state-dir lock, the listening socket, each live pane's ``pid``/PTY master/slave path, the
-  connections whose calls the new image answers, and the fd of the document. It alone is
+  writer's pid and start time (only the image it execs shares both), the state-dir lock,
+  the listening socket, each live pane's ``pid``/PTY master/slave path, the connections
+  whose calls the new image answers, and the fd of the document. It alone is
   enough to keep every pane program running: without a readable document the panes come
   back ``LIVE`` from the snapshot saved just before the switch.
 * the **document**, a sealed memfd (an unlinked file where there is no memfd): everything
@@ -28,6 +29,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+from signaltty.system.procref import start_ticks
 
 ENV: Final = "SIGNALTTY_HANDOVER"
 FORMAT: Final = 1
@@ -82,6 +85,8 @@ class FdTable:
         return json.dumps(
             {
                 "format": FORMAT,
+                # exec keeps the pid and its start time: only the image we exec reads it
+                "from": [os.getpid(), start_ticks(os.getpid())],
                 "doc": self.doc_fd,
                 "lock": self.lock_fd,
                 "listen": self.listen_fd,
@@ -106,6 +111,10 @@ def parse_table(text: str) -> FdTable:
         raise HandoverError("fd table is not JSON") from None
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise HandoverError("fd table of an unknown format")
+    if d.get("from") != [os.getpid(), start_ticks(os.getpid())]:
+        # an ordinary start with the variable in its environment (attack pass 8, B1): its
+        # fds are not a lock, a listener or PTYs of ours, and its pids not our panes
+        raise HandoverError("fd table not written by this process before its exec")
     table = FdTable(
         doc_fd=_fd(d.get("doc"), stat.S_ISREG, optional=True),
         lock_fd=_fd(d.get("lock"), stat.S_ISREG, optional=True),

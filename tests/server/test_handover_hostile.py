@@ -169,3 +169,96 @@ def test_a_handed_over_connection_ends_with_its_answer(tmp_root: Path) -> None:
     finally:
         d.stop()
         assert not d.kill_leftovers()
+
+
+def test_a_table_from_another_process_is_not_adopted(tmp_root: Path) -> None:
+    """``SIGNALTTY_HANDOVER`` in an ordinary start's environment, naming fds that start
+    passed on (a regular file as "lock", /dev/null as a PTY with some process's pid): a
+    normal start — the state dir stays locked against a second daemon, and the process named
+    is not signalled (attack pass 8, B1: it was SIGHUPed as an unknown pane's program)."""
+    import subprocess
+    import sys
+
+    first = DaemonProc(tmp_root)
+    first.start()
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    junk = os.open(tmp_root / "junk", os.O_RDWR | os.O_CREAT)
+    null = os.open("/dev/null", os.O_RDWR)
+    table = FdTable(lock_fd=junk)
+    table.ptys.append(handover.PtyEntry("pane_zz", victim.pid, null, "/dev/pts/99"))
+    env = {**first.env, handover.ENV: table.encode()}  # written by this process, not the daemon's
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "signaltty", "daemon", "--state-dir", str(first.state_dir)],
+            env=env, pass_fds=(junk, null), capture_output=True, text=True, timeout=20,
+        )
+        assert second.returncode == 1
+        assert "already listening" in second.stderr or "state dir in use" in second.stderr
+        assert victim.poll() is None
+        assert first.call("server.status")["restarts"] == 0
+    finally:
+        os.close(junk)
+        os.close(null)
+        victim.kill()
+        victim.wait()
+        first.stop()
+        assert not first.kill_leftovers()
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: ns_last_pid stands in for the pid wrap")
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the no-pidfd filter is x86_64 only")
+def test_a_restart_does_not_launder_a_dead_connectors_pid(tmp_root: Path) -> None:
+    """Attack pass 8, A1, end to end where the kernel gives no pidfd (a seccomp filter makes
+    ``SO_PEERPIDFD`` fail as on Linux < 6.5): a pane process connects from a child that
+    exits, a process outside every pane takes the child's pid, the pane process asks for a
+    restart on that connection and then answers another pane's permission on it. Refused
+    before the restart (the start time read at accept), and the connection ends with the
+    restart's answer (it used to go on as the pid's new owner: ``allow`` was obeyed)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import wait_until
+    from tests.server.test_reporter_verdicts import Reporter, _claude_pane, _pending, _verdict
+
+    repo = FIXTURES.parent.parent
+    d = DaemonProc(tmp_root, {"PYTHONPATH": f"{FIXTURES / 'nopidfd'}{os.pathsep}{repo}"})
+    d.start()
+    sleeper: subprocess.Popen[bytes] | None = None
+    try:
+        victim = _claude_pane(d)
+        reporter = Reporter(d, victim.id, timeout=120)
+        decision = _pending(d, victim)
+        box = tmp_root / "box"
+        box.mkdir()
+        ws = d.call("workspace.create", {"name": "x", "cwd": str(tmp_root)})["workspace"]
+        argv = [sys.executable, str(FIXTURES / "pid_launderer.py"), str(box), victim.id]
+        d.call("pane.spawn", {"workspace_id": ws["id"], "argv": argv})
+        pid = int(wait_until(lambda: (box / "p").exists() and (box / "p").read_text(), 20))
+        for _ in range(50):
+            Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+            sleeper = subprocess.Popen(["sleep", "120"])
+            if sleeper.pid == pid:
+                break
+            sleeper.kill()
+            sleeper.wait()
+            sleeper = None
+        assert sleeper is not None, "no process could be put on the pid"
+        (box / "go").write_text("")
+        wait_until(lambda: (box / "result").exists(), 90)
+        result = json.loads((box / "result").read_text())
+        assert result["before"]["error"]["code"] == "FORBIDDEN"
+        assert result["restart"]["result"]["restarted"] is True
+        assert "closed" in result["after"]
+        assert d.call("pane.get", {"pane_id": victim.id})["pane"]["pending_decision"]["id"] == decision
+        d.call("decision.answer", {"pane_id": victim.id, "verdict": "deny"})
+        code, out, _err = reporter.result()
+        assert _verdict(out) == "deny"
+    finally:
+        if sleeper is not None:
+            sleeper.kill()
+            sleeper.wait()
+        d.stop()
+        assert not d.kill_leftovers()
