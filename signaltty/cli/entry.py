@@ -32,6 +32,13 @@ def _fast_command(args: list[str]) -> int | None:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (protocol.md §10)."""
     args = sys.argv[1:] if argv is None else argv
+    if "SIGNALTTY_HANDOVER" in __import__("os").environ:
+        # the image a restart exec'd: dumpable again after execve, it must not be ptraced
+        # by pane processes while it imports (attack pass 8, A2); the window left is the
+        # interpreter's own start
+        from signaltty.system.hardening import set_not_dumpable
+
+        set_not_dumpable()
     j = _command_index(args)
     if j < len(args) and args[j] == "bridge":
         # started for every ssh connection (docs/remote.md): as light as the reporters

@@ -35,7 +35,7 @@ from signaltty.server.bus import Bus
 from signaltty.server.config import Config, load_config
 from signaltty.server.fdstore import PtyStore, kill_unit_leftovers
 from signaltty.server.handover import FdTable, PtyEntry
-from signaltty.server.hooks import HookService
+from signaltty.server.hooks import Caller, HookService
 from signaltty.server.listener import Listener
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.refresh import ProcessRefresher, builtin_detect
@@ -730,7 +730,24 @@ class Daemon:
         return _DISK_LOCK
 
     async def restart(self, conn: Any) -> dict[str, Any]:
-        """``server.restart`` (server/restart.py)."""
+        """``server.restart`` (server/restart.py), for callers outside every pane and the
+        unit's own ``ExecReload=`` (``why = service``): a pane process must not choose when the
+        daemon is between images (attack pass 8, A1b/A2).
+
+        Raises:
+            SignalttyError: ``FORBIDDEN`` from inside a pane; ``RESTART_FAILED``.
+        """
+        if conn is not None:
+            origin = await self.hooks.origin(Caller("socket", conn.peer_pid, conn.peer_ref))
+            if origin.inside and origin.why != "service":
+                log.warning("restart.refused", why=origin.why, caller_pane=origin.pane_id)
+                raise SignalttyError(
+                    "FORBIDDEN",
+                    "processes inside signaltty panes cannot restart the daemon: run "
+                    "`signaltty restart` from your own terminal, or `systemctl --user reload "
+                    "signaltty`",
+                    {"why": origin.why},
+                )
         return await self.restarter.restart(conn)
 
     def logind_status(self) -> dict[str, Any]:

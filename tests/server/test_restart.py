@@ -461,3 +461,17 @@ def _restart_tolerant(d: DaemonProc) -> str:
     out = d.cli("restart", timeout=90)
     wait_until(lambda: d.call("server.status") is not None, 30)
     return out.stdout + out.stderr
+
+
+def test_a_pane_process_cannot_restart_the_daemon(plain: DaemonProc) -> None:
+    """A process inside a pane must not choose when the daemon is between images (attack
+    pass 8, A1b/A2): ``signaltty restart`` from a pane is refused, nothing happens."""
+    d = plain
+    out = d.root / "from-pane.txt"
+    pane = _spawn(d, ["sh", "-c", f"signaltty restart > {out} 2>&1; echo rc=$? >> {out}; sleep 60"])
+    wait_until(lambda: out.exists() and "rc=" in out.read_text(), 30)
+    text = out.read_text()
+    assert "rc=1" in text, text
+    assert "cannot restart the daemon" in text
+    assert d.call("server.status")["restarts"] == 0
+    assert d.call("pane.get", {"pane_id": pane["id"]})["pane"]["live"] == {"state": "live"}
