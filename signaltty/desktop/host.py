@@ -183,3 +183,8 @@ class NotifierHost(DesktopHost, Protocol):
         Nothing happens when the process is already gone.
         """
         ...
+
+    def person_process_ended(self, pid: int) -> None:
+        """``pid`` (added above) exited: what its session starts from now on is not trusted
+        (``server/ancestry.py`` ``_person_started``)."""
+        ...

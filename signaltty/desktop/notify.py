@@ -396,15 +396,18 @@ class Notifier:
                 return  # already withdrawn or replaced by a newer notification of ours
             await self._withdraw(pane_id)
             view = self._view(pane_id)
-            if self._server is None or policy.drop_reason(
-                live.cause, live.decision_id, view, True, self.settings
-            ) is not None:
+            if (
+                self._server is None
+                or policy.drop_reason(live.cause, live.decision_id, view, True, self.settings)
+                is not None
+            ):
                 return
             target = await self._target()
             if target is None:
                 return
-            content = policy.render(live.cause, None, live.body, view, self.settings,
-                                    actions=target.actions)
+            content = policy.render(
+                live.cause, None, live.body, view, self.settings, actions=target.actions
+            )
             await self._show(policy.tampered(content), target)
 
     async def _withdraw_locked(self, pane_id: str) -> None:
@@ -458,7 +461,15 @@ class Notifier:
             return
         # the person's terminal: what runs in it may answer (the self-approval guard)
         self.host.add_person_process(proc.pid)
-        self._spawn(terminal.watch_terminal(proc, pane_id))
+        self._spawn(self._watch_terminal(proc, pane_id))
+
+    async def _watch_terminal(self, proc: Any, pane_id: str) -> None:
+        from signaltty.desktop import terminal
+
+        try:
+            await terminal.watch_terminal(proc, pane_id)
+        finally:
+            self.host.person_process_ended(proc.pid)
 
 
 def _terminal_after(dec: Decision) -> float | None:

@@ -227,11 +227,17 @@ def _cgroup(pid: int) -> str | None:
     return None
 
 
-def _person_started(pid: int, people: Mapping[int, float | None]) -> bool:
+def _person_started(
+    pid: int, people: Mapping[int, float | None], ended: Mapping[int, float] | None = None
+) -> bool:
     """True when ``pid`` is, or is in the session of, a process started for the person.
 
     Such a process is its own session leader; a terminal that forks its window and exits
-    leaves the window in that session (the id stays reserved while a member lives).
+    leaves the window in that session (the id stays reserved while a member lives). Once
+    the leader is gone, a member counts only when it started before the leader ended
+    (``ended``: leader pid → when the daemon saw it exit): a session that reuses the
+    number later (after a pid wrap, made by a pane process) is not the person's (attack
+    pass 8, A3); a gone leader whose end was not seen counts for nobody.
     """
     if pid in people and _same_process(pid, people[pid]):
         return True
@@ -241,19 +247,33 @@ def _person_started(pid: int, people: Mapping[int, float | None]) -> bool:
         return False
     if sid not in people:
         return False
-    return not psutil.pid_exists(sid) or _same_process(sid, people[sid])
+    if psutil.pid_exists(sid):
+        return _same_process(sid, people[sid])
+    end = (ended or {}).get(sid)
+    if end is None:
+        return False
+    try:
+        return psutil.Process(pid).create_time() <= end + 0.01
+    except (psutil.Error, OSError):
+        return False
 
 
-def person_process(pid: int, people: Mapping[int, float | None]) -> bool:
+def person_process(
+    pid: int, people: Mapping[int, float | None], ended: Mapping[int, float] | None = None
+) -> bool:
     """True when ``pid`` is, or is in the session of, a terminal started for the person
-    (``caller_origin``'s ``person_pids``)."""
-    return bool(people) and _person_started(pid, people)
+    (``caller_origin``'s ``person_pids`` and ``person_ended``)."""
+    return bool(people) and _person_started(pid, people, ended)
 
 
-def kill_adopted_orphans(keep: Container[int], people: Mapping[int, float | None]) -> list[int]:
+def kill_adopted_orphans(
+    keep: Container[int],
+    people: Mapping[int, float | None],
+    ended: Mapping[int, float] | None = None,
+) -> list[int]:
     """SIGKILL the daemon's adopted orphans and their descendants at shutdown, sparing the
     person's terminals (``subreaper.kill_adopted``; blocking). Returns the pids signalled."""
-    return subreaper.kill_adopted(keep, lambda pid: person_process(pid, people))
+    return subreaper.kill_adopted(keep, lambda pid: person_process(pid, people, ended))
 
 
 def _same_process(pid: int, created: float | None) -> bool:
@@ -275,6 +295,7 @@ def caller_origin(
     person_pids: Mapping[int, float | None] | None = None,
     daemon_cgroup: str | None = None,
     before_restart: Mapping[int, int] | None = None,
+    person_ended: Mapping[int, float] | None = None,
 ) -> Origin:
     """Trace the process ``pid`` (a socket peer or a D-Bus caller) to a pane, if any.
 
@@ -298,6 +319,7 @@ def caller_origin(
             leader, so a caller in such a session counts as the person's too.
         daemon_cgroup: the daemon's own systemd unit cgroup (``own_unit_cgroup``); a caller
             in it is ``service`` (inside).
+        person_ended: when each of ``person_pids`` was seen to exit (``_person_started``).
         before_restart: pane leaders and adopted orphans of earlier runs of the daemon
             that still live, pid → start ticks (``pane_records``): a caller with one of
             them (same pid and start time) in its ancestry or as its session leader is
@@ -327,6 +349,7 @@ def caller_origin(
         person_pids=person_pids,
         daemon_cgroup=daemon_cgroup,
         before_restart=before_restart or {},
+        person_ended=person_ended or {},
     )
     # the walk read /proc under a number: if the process left it meanwhile, what was read
     # may be another process's (the pidfd or start time says whether it still is ours)
@@ -345,6 +368,7 @@ def _walk(
     person_pids: Mapping[int, float | None] | None,
     daemon_cgroup: str | None,
     before_restart: Mapping[int, int],
+    person_ended: Mapping[int, float],
 ) -> Origin:
     """``caller_origin`` once ``pid`` is known to be the caller (same arguments)."""
     people = person_pids or {}
@@ -358,7 +382,7 @@ def _walk(
         pane_id = live_children.get(current)
         if pane_id is not None:
             return Origin(True, "ancestry", pane_id)
-        if people and _person_started(current, people):
+        if people and _person_started(current, people, person_ended):
             by_person = True
             break  # started by the daemon for the person: what is above it is the daemon
         if daemon_pid is not None and current == daemon_pid:

@@ -244,6 +244,7 @@ class Daemon:
         # processes started for the person (a notification click's terminal) → start time;
         # the self-approval guard trusts what runs under them (server.ancestry)
         self.person_pids: dict[int, float | None] = {}
+        self.person_ended: dict[int, float] = {}  # … and when each was seen to exit
         self.unit_cgroup: str | None = None
 
     # ---------------------------------------------------------------- start
@@ -838,6 +839,7 @@ class Daemon:
                 hooks=self.hooks,
                 runtimes=self.runtimes,
                 person_pids=self.person_pids,
+                person_ended=self.person_ended,
                 socket_path=self.socket_path,
                 config=self.config,
             )
@@ -1115,7 +1117,9 @@ class Daemon:
             if rt.watcher is not None:
                 rt.watcher.close()
         # and adopted orphans (attack pass 3, A7): once we exit, init adopts them unmarked
-        await asyncio.to_thread(ancestry.kill_adopted_orphans, panes, dict(self.person_pids))
+        await asyncio.to_thread(
+            ancestry.kill_adopted_orphans, panes, dict(self.person_pids), dict(self.person_ended)
+        )
 
 
 def _loop_factory() -> Any:

@@ -8,6 +8,7 @@ run through the router's entry points, so every check the socket applies applies
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -63,6 +64,7 @@ class DesktopPort:
         runtimes: pane id → live runtime (viewers).
         person_pids: the daemon's map of processes started for the person → start time;
             the guard trusts what runs under them (``server/ancestry.py``).
+        person_ended: the daemon's map of those seen to exit → when.
         socket_path: the daemon's socket.
         config: the daemon's configuration (``[notifications]``, ``[desktop]``).
     """
@@ -77,7 +79,9 @@ class DesktopPort:
         person_pids: dict[int, float | None],
         socket_path: Path,
         config: Config,
+        person_ended: dict[int, float] | None = None,
     ) -> None:
+        self._person_ended = person_ended if person_ended is not None else {}
         self._store = store
         self._router = router
         self._hooks = hooks
@@ -178,5 +182,12 @@ class DesktopPort:
         except psutil.Error:
             return
         self._person_pids[pid] = started
+        self._person_ended.pop(pid, None)
         while len(self._person_pids) > MAX_PERSON_PIDS:
-            self._person_pids.pop(next(iter(self._person_pids)))
+            oldest = next(iter(self._person_pids))
+            del self._person_pids[oldest]
+            self._person_ended.pop(oldest, None)
+
+    def person_process_ended(self, pid: int) -> None:
+        if pid in self._person_pids:
+            self._person_ended[pid] = time.time()

@@ -154,8 +154,10 @@ class HookService:
         """Persist this run's pane leaders and ``adopted`` orphans (blocking: the orphan
         scan's thread, ``subreaper.OrphanReaper``). Terminals started for the person are
         not orphans of a pane and are left out."""
-        people = dict(self.facts.person_pids)
-        self.records.write(pid for pid in adopted if not ancestry.person_process(pid, people))
+        people, ended = dict(self.facts.person_pids), dict(self.facts.person_ended)
+        self.records.write(
+            pid for pid in adopted if not ancestry.person_process(pid, people, ended)
+        )
 
     # ---------------------------------------------------------------- restart (issue 15)
 
@@ -1048,6 +1050,7 @@ class HookService:
         return {
             "daemon_pid": os.getpid(),
             "person_pids": dict(self.facts.person_pids),
+            "person_ended": dict(self.facts.person_ended),
             "daemon_cgroup": self.facts.unit_cgroup,
         }
 

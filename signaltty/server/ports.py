@@ -106,6 +106,11 @@ class OriginFacts(Protocol):
         ...
 
     @property
+    def person_ended(self) -> dict[int, float]:
+        """Those of ``person_pids`` seen to exit → when (wall-clock seconds)."""
+        ...
+
+    @property
     def unit_cgroup(self) -> str | None:
         """The daemon's own systemd unit cgroup, None outside one."""
         ...

@@ -77,6 +77,7 @@ class Daemon(Protocol):
     started_mono: float
     restarts: int
     person_pids: dict[int, float | None]
+    person_ended: dict[int, float]
     handover_waits: dict[str, Any]
     pty_store: PtyStore
 
@@ -301,6 +302,7 @@ class Restarter:
             "panes": {pid: rt.handover_state(exact=exact) for pid, rt in d.runtimes.items()},
             "hooks": hooks_state,
             "person_pids": [[pid, start] for pid, start in d.person_pids.items()],
+            "person_ended": [[pid, at] for pid, at in d.person_ended.items()],
         }
 
 
@@ -480,6 +482,17 @@ def adopt(
                     start = item[1]
                     if start is None or isinstance(start, (int, float)):
                         d.person_pids[item[0]] = start
+        ended = doc.get("person_ended")
+        if isinstance(ended, list):
+            for item in ended[:1024]:
+                if (
+                    isinstance(item, list)
+                    and len(item) == 2
+                    and item[0] in d.person_pids
+                    and isinstance(item[1], (int, float))
+                    and not isinstance(item[1], bool)
+                ):
+                    d.person_ended[item[0]] = float(item[1])
         waits = hooks_state.get("waits") if isinstance(hooks_state, dict) else None
         d.handover_waits = waits if isinstance(waits, dict) else {}
         started = doc.get("started_at")

@@ -92,7 +92,8 @@ def test_install_writes_unit_and_activation_and_starts(tmp_root, tmp_path):
     assert unit["Service"]["ExecStart"] == f"{exe} daemon"
     assert os.path.isabs(exe)
     assert unit["Service"]["Type"] == "notify"
-    assert unit["Service"]["KillMode"] == "mixed"
+    assert unit["Service"]["KillMode"] == "process"
+    assert unit["Service"]["ExecReload"].endswith(" restart")
     result = _verify(text, tmp_path)
     assert result.stderr == ""
     assert result.returncode == 0

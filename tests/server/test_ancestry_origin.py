@@ -70,3 +70,31 @@ def test_the_daemons_unit_cgroup(procs) -> None:
     assert _origin(sleeper, daemon_cgroup=own + "-other").inside is False
     person = {sh.pid: psutil.Process(sh.pid).create_time()}
     assert _origin(sleeper, daemon_cgroup=own, person_pids=person).inside is False
+
+
+def test_a_gone_terminals_session_counts_only_for_what_it_started(procs) -> None:
+    """A terminal started for the person that forked its window and exited leaves the window
+    in its session; once the leader is gone, only members started before its exit count as
+    the person's (attack pass 8, A3: a pane process that gets the number after a pid wrap
+    and makes a session of it must not have its members trusted)."""
+    import time
+
+    leader = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; exit 0"], stdout=subprocess.PIPE,
+                              start_new_session=True, text=True)
+    assert leader.stdout is not None
+    window = int(leader.stdout.readline())
+    started = psutil.Process(leader.pid).create_time()
+    leader.wait()
+    ended_at = time.time()
+    try:
+        wait_until(lambda: not psutil.pid_exists(leader.pid) or
+                   psutil.Process(leader.pid).status() == psutil.STATUS_ZOMBIE, 10)
+        assert os.getsid(window) == leader.pid
+        people = {leader.pid: started}
+        assert ancestry.person_process(window, people, {leader.pid: ended_at})
+        # its end not seen: nobody in that session counts
+        assert not ancestry.person_process(window, people, {})
+        # a member started after the leader ended is not the person's
+        assert not ancestry.person_process(window, people, {leader.pid: started - 1})
+    finally:
+        os.kill(window, 9)
