@@ -259,9 +259,13 @@ class Restarter:
             sdnotify.reloading()
             log.info("restart.exec", panes=len(table.ptys), held=len(table.held))
             # the snapshot writer must not be cut off mid-write by the exec
+            cwd = os.getcwd()
             with d.disk_lock():
                 os.chdir("/")  # `python -m` puts the cwd first on sys.path
-                os.execve(argv[0], argv, env)
+                try:
+                    os.execve(argv[0], argv, env)
+                finally:
+                    os.chdir(cwd)  # only reached when the exec failed
         except BaseException:
             for fd in table.fds():
                 with contextlib.suppress(OSError):
