@@ -259,7 +259,10 @@ class Restarter:
             sdnotify.reloading()
             log.info("restart.exec", panes=len(table.ptys), held=len(table.held))
             # the snapshot writer must not be cut off mid-write by the exec
-            cwd = os.getcwd()
+            try:
+                cwd = os.getcwd()
+            except OSError:  # removed under us: "/" is as good
+                cwd = "/"
             with d.disk_lock():
                 os.chdir("/")  # `python -m` puts the cwd first on sys.path
                 try:
