@@ -888,7 +888,11 @@ class Daemon:
             tails_due = now - self._last_tail_save >= _TAIL_SAVE_S and self._tails_changed()
             if self.store.dirty or tails_due:
                 try:
-                    await self.save()
+                    # a state change saves the snapshot at once; the tails (every changed
+                    # pane's screen rendered and written) keep their own 10 s cadence: an
+                    # agent retitling its pane 10×/s made every save render and fsync every
+                    # tail, half the daemon's CPU under 20 replayed agents (issue 12)
+                    await self.save(tails=tails_due)
                 except Exception:  # noqa: BLE001 - the flusher must outlive any one bad save
                     self.store.dirty = True
                     log.exception("snapshot.save_failed")
@@ -898,8 +902,9 @@ class Daemon:
             rt.output_offset != self._saved_offsets.get(pid, 0) for pid, rt in self.runtimes.items()
         )
 
-    async def save(self) -> bool:
-        """Write the snapshot and changed tails (worker thread); False if it failed (logged)."""
+    async def save(self, *, tails: bool = True) -> bool:
+        """Write the snapshot and (``tails``) the changed tails, in a worker thread; False if
+        it failed (logged). Tails left out are saved by a later call (their offsets stay)."""
         store = self.store
         store.dirty = False
         try:
@@ -913,9 +918,9 @@ class Daemon:
             store.dirty = True
             log.exception("snapshot.serialize_failed")
             return False
-        tails: dict[str, str] = {}
+        tail_texts: dict[str, str] = {}
         offsets: dict[str, int] = {}
-        if self.config.persistence.save_tails:
+        if self.config.persistence.save_tails and tails:
             # What the screens hold now, without applying pending bytes: that parse (up to
             # ~128 KiB a pane, seconds of scroll-heavy output) would block the loop. The offset
             # recorded is the one the tail reflects, so a later round saves what was pending.
@@ -935,16 +940,17 @@ class Daemon:
                         except TimeoutError:
                             log.warning("snapshot.tail_incomplete", pane_id=pane_id)
                     offsets[pane_id] = rt.screen_offset
-                    tails[pane_id], _ = rt.tail_text(5000, apply_pending=False)
+                    tail_texts[pane_id], _ = rt.tail_text(5000, apply_pending=False)
         keep = set(store.panes) if self.config.persistence.save_tails else set()
         try:
-            await asyncio.to_thread(_write_snapshot, self.state_dir, data, tails, keep)
+            await asyncio.to_thread(_write_snapshot, self.state_dir, data, tail_texts, keep)
         except OSError as exc:
             store.dirty = True
             log.error("snapshot.write_failed", error=str(exc))
             return False
         self._saved_offsets.update(offsets)
-        self._last_tail_save = time.monotonic()
+        if tails:
+            self._last_tail_save = time.monotonic()
         return True
 
     # ---------------------------------------------------------------- shutdown
