@@ -278,12 +278,19 @@ def on_bell(pane: Pane, *, now: float, watched: bool = False) -> list[Effect]:
 
 
 def on_title(pane: Pane, text: str) -> list[Effect]:
-    """OSC 0/1/2 title: sanitized, ≤ 200, empty ignored, ``pane.updated`` only on change."""
+    """OSC 0/1/2 title: sanitized, ≤ 200, empty ignored, ``pane.updated`` only on change
+    (the caller may coalesce that event: :func:`title_updated`)."""
     title = sanitize_text(text, MAX_TITLE)
     pane.title_from_osc = pane.title_from_osc or bool(title)
     if not title or title == pane.title:
         return []
     pane.title = title
+    return [_updated(pane, "title")]
+
+
+def title_updated(pane: Pane) -> list[Effect]:
+    """The ``pane.updated {changed: [title]}`` of a coalesced run of title changes, with the
+    title as it is now (protocol.md §7: at most one per 250 ms per pane)."""
     return [_updated(pane, "title")]
 
 

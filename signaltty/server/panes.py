@@ -101,6 +101,7 @@ class PaneRuntime(TerminalReplies):
         self._output_listeners: set[Callable[[bytes], None]] = set()
         self._progress_pending: dict[str, Any] | None = None
         self._progress_events = Coalescer(self._flush_progress)
+        self._title_events = Coalescer(self._flush_title)
         self._exit_waiters: list[asyncio.Future[None]] = []
         self.on_exit_hooks: list[Callable[[PaneRuntime], None]] = []
         self.status = ProgramStatusLayer(store, pane)
@@ -227,7 +228,12 @@ class PaneRuntime(TerminalReplies):
             effects: list[rules.Effect]
             match item:
                 case osc.Title(text=text):
-                    effects = rules.on_title(pane, text)
+                    # the title itself changes at once; its event is coalesced: Codex turns
+                    # its spinner in the title 10×/s, and each event rebuilt the whole pane
+                    # record (issue 12, bench/replay.py: 13 % of the daemon's CPU)
+                    if rules.on_title(pane, text):
+                        self._title_events.poke()
+                    continue
                 case osc.Notify(source=source, title=title, body=body):
                     note = NotificationInput(
                         id=new_id("notif"),
@@ -264,6 +270,9 @@ class PaneRuntime(TerminalReplies):
         """Coalesce ``pane.progress``: at most one per 250 ms, latest wins (protocol.md §7)."""
         self._progress_pending = dict(progress, at=iso(progress["at"]))
         self._progress_events.poke()
+
+    def _flush_title(self) -> None:
+        self.store.apply(rules.title_updated(self.pane))
 
     def _flush_progress(self) -> None:
         progress, self._progress_pending = self._progress_pending, None
@@ -568,6 +577,7 @@ class PaneRuntime(TerminalReplies):
         self._passive.clear()
         self._output_listeners.clear()
         self._progress_events.cancel()
+        self._title_events.cancel()
         self._close_master()
 
     # ---------------------------------------------------------------- restart (issue 15)
