@@ -218,17 +218,28 @@ def test_viewers_resetting_never_lose_osc_notifications(daemon: DaemonProc) -> N
 
 def test_stalled_subscribers_hold_bounded_memory_and_are_dropped(configured: Callable[[str], DaemonProc]) -> None:
     d = configured("[server]\noutbound_total_mib = 64\n")
-    # Every title change is a pane.updated event carrying the whole pane (~1 KiB).
-    code = (
-        "import os, sys, time\n"
-        "sys.stdin.readline()\n"
-        "i = 0\n"
-        "while True:\n"
-        "    os.write(1, b''.join(b'\\x1b]0;%s %d\\x07' % (b'T' * 150, i + k) for k in range(20)))\n"
-        "    i += 20\n"
-        "    time.sleep(0.001)\n"
-    )
-    p = _spawn(d, code)
+    # Every resize is a pane.resized event carrying the whole pane (~1 KiB); a program's
+    # title changes no longer serve (one event per 250 ms per pane since issue 12).
+    code = "import sys\nsys.stdin.readline()\nimport time\ntime.sleep(600)\n"
+    p = _spawn(d, code, label="T" * 100)
+
+    def resize_flood() -> None:
+        with _raw(d) as flood:
+            flood.settimeout(120)
+            while not stop.is_set():
+                batch = b"".join(
+                    _request("pane.resize", {"pane_id": p["id"], "cols": 80 + k % 2, "rows": 24})
+                    for k in range(200)
+                )
+                flood.sendall(batch)
+                got = 0
+                while got < 200 and not stop.is_set():
+                    got += flood.recv(1 << 20).count(b"\n")
+
+    import threading
+
+    stop = threading.Event()
+    flooder = threading.Thread(target=resize_flood, daemon=True)
     proc = psutil.Process(d.proc.pid)
     stalled = []
     for i in range(50):
@@ -238,14 +249,16 @@ def test_stalled_subscribers_hold_bounded_memory_and_are_dropped(configured: Cal
     wait_until(lambda: d.call("server.status")["connections"]["open"] >= 50)
     base = proc.memory_info().rss
     peak = base
-    d.call("pane.input", {"pane_id": p["id"], "data_b64": "Cg=="})
+    flooder.start()
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             peak = max(peak, proc.memory_info().rss)
-            if d.call("server.status")["connections"]["open"] <= 1:  # only this status call
+            if d.call("server.status")["connections"]["open"] <= 2:  # this call, the flooder
                 break
             time.sleep(0.1)
+        stop.set()
+        flooder.join(30)
         d.call("pane.close", {"pane_id": p["id"], "signal": "KILL"})
         peak = max(peak, proc.memory_info().rss)
         assert peak - base < 200 * 2**20, f"daemon grew {(peak - base) >> 20} MiB with 50 stalled subscribers"
