@@ -475,3 +475,25 @@ def test_a_pane_process_cannot_restart_the_daemon(plain: DaemonProc) -> None:
     assert "cannot restart the daemon" in text
     assert d.call("server.status")["restarts"] == 0
     assert d.call("pane.get", {"pane_id": pane["id"]})["pane"]["live"] == {"state": "live"}
+
+
+def test_a_detached_daemon_restarts_in_place(tmp_root: Path) -> None:
+    """The README's way to run it without systemd (``daemon --detach``): ``signaltty
+    restart`` keeps the pane and its program, same pid."""
+    d = DaemonProc(tmp_root)
+    out = d.cli("daemon", "--detach", "--state-dir", str(d.state_dir))
+    assert out.returncode == 0, out.stderr
+    pid = d.call("server.status")["pid"]
+    try:
+        pane = _spawn(d, ["sh", "-c", COUNTER])
+        wait_until(lambda: len(_numbers(d, pane["id"])) >= 3, 15)
+        answer = _restart(d)
+        assert answer["pid"] == pid
+        assert answer["panes_kept"] == 1
+        before = max(_numbers(d, pane["id"]))
+        wait_until(lambda: max(_numbers(d, pane["id"])) > before + 2, 10)
+        numbers = _numbers(d, pane["id"])
+        assert numbers == list(range(1, len(numbers) + 1))
+    finally:
+        d.cli("shutdown", "--force")
+        wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, 20)
