@@ -338,9 +338,19 @@ def test_program_status_reports_drive_the_pane(d: DaemonProc) -> None:
     assert p["last_message"] == "Tests passed"
     show(d, pid, report("state=working"))
     wait_state(d, pid, "working")
-    show(d, pid, WORKING + report("state=clear"))  # P12: authority back to the screen
-    p = wait_state(d, pid, "idle")
-    assert p["program_status"] is None
+    # P12: authority back to the screen. The idle it passes through is brief (the next sweep
+    # reads the spinner), so it is read from the event stream rather than polled.
+    with d.client(timeout=10) as sub:
+        sub.call("subscribe", {"events": ["agent.*"]})
+        show(d, pid, WORKING + report("state=clear"))
+        deadline = time.monotonic() + 10
+        while True:
+            msg = sub.read_message(timeout=max(0.1, deadline - time.monotonic()))
+            assert msg is not None
+            data = msg.get("payload") or {}
+            if msg.get("event") == "agent.idle" and data.get("pane_id") == pid:
+                break
+    assert data["source"] == "program_status"
     p = wait_state(d, pid, "working")  # the screen rules run again: the spinner is visible
     assert p["authority"] == "screen"
     assert p["lifecycle_source"] == "screen"
