@@ -56,11 +56,15 @@ class PaneSnapshot:
         pane: the daemon's record (read only).
         workspace_name: its workspace's name; None when the workspace is gone.
         attached: whether a viewer is attached to the pane now.
+        host: for a watched host's pane (``devbox/pane_…``), the host's name; None for ours.
+        host_target: … and its ssh target, which ``signaltty --host`` takes.
     """
 
     pane: Pane
     workspace_name: str | None
     attached: bool
+    host: str | None = None
+    host_target: str | None = None
 
 
 class DesktopHost(Protocol):

@@ -252,9 +252,11 @@ class Notifier:
             return None
         pane = snap.pane
         dec = pane.pending_decision
+        name = policy.pane_name(pane.label, snap.workspace_name, pane.title)
         return policy.PaneView(
             pane_id=pane.id,
-            name=policy.pane_name(pane.label, snap.workspace_name, pane.title),
+            # another host's pane says where it runs: "devbox/api · Claude needs approval"
+            name=f"{snap.host}/{name}" if snap.host is not None else name,
             display_name=pane.agent.display_name or "Terminal",
             attention=pane.attention.value,
             attached=snap.attached,
@@ -444,14 +446,21 @@ class Notifier:
         seen. With a decision pending, ``mark_seen`` keeps the attention (states.md §3.10).
         """
         self._live.pop(pane_id, None)
-        if self.host.pane(pane_id) is None:
+        snap = self.host.pane(pane_id)
+        if snap is None:
             return
         with contextlib.suppress(SignalttyError):
             await self.host.call("pane.mark_seen", {"pane_id": pane_id})
         from signaltty.desktop import terminal
 
         try:
-            proc = await terminal.open_terminal(pane_id, self.host.socket_path, self.terminal)
+            if snap.host_target is not None:  # a watched host's pane: attach through ssh
+                rid = pane_id.partition("/")[2]
+                proc = await terminal.open_terminal(
+                    rid, self.host.socket_path, self.terminal, host=snap.host_target
+                )
+            else:
+                proc = await terminal.open_terminal(pane_id, self.host.socket_path, self.terminal)
         except (ValueError, terminal.NoTerminal, terminal.TerminalFailed) as exc:
             log.warning(
                 "desktop.terminal_failed",

@@ -68,7 +68,9 @@ class Launch:
     source: str
 
 
-def attach_argv(pane_id: str, socket_path: str, executable: str | None = None) -> list[str]:
+def attach_argv(
+    pane_id: str, socket_path: str, executable: str | None = None, *, host: str | None = None
+) -> list[str]:
     """The command that attaches to ``pane_id`` on the daemon at ``socket_path``.
 
     Args:
@@ -77,6 +79,8 @@ def attach_argv(pane_id: str, socket_path: str, executable: str | None = None) -
             without ``$SIGNALTTY_SOCKET`` reaches this daemon.
         executable: the Python running the daemon (default ``sys.executable``); the
             ``signaltty`` script next to it is used when present, else ``python -m signaltty``.
+        host: a watched host's ssh target: attach to its pane ``pane_id`` through
+            ``--host`` (docs/remote.md) instead of this daemon's socket.
 
     Returns:
         e.g. ``["/venv/bin/signaltty", "--socket", "/run/…/signaltty.sock", "pane",
@@ -90,6 +94,8 @@ def attach_argv(pane_id: str, socket_path: str, executable: str | None = None) -
     python = executable or sys.executable
     script = Path(python).parent / "signaltty"
     head = [str(script)] if os.access(script, os.X_OK) else [python, "-m", "signaltty"]
+    if host is not None:
+        return [*head, "--host", host, "pane", "attach", pane_id]
     return [*head, "--socket", socket_path, "pane", "attach", pane_id]
 
 
@@ -182,6 +188,7 @@ async def open_terminal(
     configured: Sequence[str] | None,
     *,
     env: Mapping[str, str] | None = None,
+    host: str | None = None,
 ) -> asyncio.subprocess.Process:
     """Start the terminal on ``pane_id``; returns the started process (not waited for).
 
@@ -195,7 +202,7 @@ async def open_terminal(
         came from (``config``, ``$TERMINAL``, …).
     """
     base = dict(os.environ if env is None else env)
-    attach = attach_argv(pane_id, socket_path)
+    attach = attach_argv(pane_id, socket_path, host=host)
     launch = terminal_argv(configured, attach, pane_id, env=base)
     if sys.platform != "darwin" and not (base.get("DISPLAY") or base.get("WAYLAND_DISPLAY")):
         log.warning(

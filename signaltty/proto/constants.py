@@ -54,6 +54,9 @@ METHODS: Final[tuple[str, ...]] = (
     "agents.list",
     "agents.reload",
     "agents.catalog",
+    # issue 16 item 3: hosts this daemon watches over ssh
+    "hosts.list",
+    "hosts.reload",
 )
 
 # Calls that hold the connection until they finish (protocol.md §3 "single-flight calls");
@@ -110,6 +113,8 @@ EVENTS: Final[tuple[str, ...]] = (
     "server.will_shutdown",
     "server.restarting",
     "server.restarted",
+    "host.updated",
+    "host.removed",
     "pty.data",
 )
 
@@ -134,6 +139,8 @@ CODES: Final[tuple[str, ...]] = (
     "AGENT_NOT_READY",
     "FORBIDDEN",
     "INTERNAL",
+    "REMOTE_UNREACHABLE",  # a watched host's link is down (issue 16)
+    "REMOTE_ERROR",  # a watched host answered with an error code that is not ours
     "NO_SUCH_TAB",
     "NO_SUCH_TASK",
     "MERGE_CONFLICT",

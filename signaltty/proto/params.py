@@ -287,3 +287,5 @@ class AgentsCatalog(Params):
 
 
 MODELS["agents.catalog"] = AgentsCatalog
+MODELS["hosts.list"] = Empty
+MODELS["hosts.reload"] = Empty

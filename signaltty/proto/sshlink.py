@@ -50,6 +50,8 @@ class Remote:
         socket_path: passed to the remote ``signaltty bridge --socket``.
         environ: where ``SIGNALTTY_SSH_COMMAND`` / ``SIGNALTTY_REMOTE_COMMAND`` are read,
             and ssh's environment (default: this process's).
+        options: more ssh options, put after ``-T`` (the daemon's watched-host links add
+            ``-o BatchMode=yes`` and keep-alives: nobody is there to answer a prompt).
 
     Raises:
         BadHost: an empty host, one starting with ``-`` (ssh would read an option), one with
@@ -62,6 +64,7 @@ class Remote:
         host: str,
         socket_path: str | None = None,
         environ: dict[str, str] | None = None,
+        options: tuple[str, ...] = (),
     ) -> None:
         env = dict(os.environ if environ is None else environ)
         self.environ = environ
@@ -77,6 +80,7 @@ class Remote:
         self.argv = [
             *ssh,
             "-T",
+            *options,
             *(["-p", str(self.port)] if self.port is not None else []),
             self.target,
             *remote_argv,

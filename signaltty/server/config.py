@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from signaltty.core import limits
+from signaltty.core.mirror import valid_host_name
+from signaltty.proto.sshlink import BadHost, parse_host
 
 
 class _Section(BaseModel):
@@ -104,6 +106,59 @@ class LoggingConfig(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
 
 
+class HostEntry(BaseModel):
+    """``[hosts.NAME]``: a host whose daemon this one watches over ssh (issue 16 item 3).
+
+    ``target`` is what ssh takes (an alias, ``user@host``, ``ssh://user@host:port``; checked
+    by ``proto.sshlink.parse_host``: nothing starting with ``-``); ``socket`` the daemon's
+    socket on that host when it is not the default. docs/remote.md "Watched hosts".
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    target: str = Field(min_length=1, max_length=1024)
+    socket: str | None = Field(None, min_length=1, max_length=4096)
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, value: str) -> str:
+        try:
+            parse_host(value)
+        except BadHost as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("socket")
+    @classmethod
+    def _socket(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("/") or "\x00" in value):
+            raise ValueError("socket must be an absolute path")
+        return value
+
+
+def parse_hosts(raw: dict[str, Any]) -> tuple[dict[str, HostEntry], list[str]]:
+    """``[hosts]`` entry by entry: a bad entry is left out with one error line, the others
+    are kept (one typo must not stop every host being watched).
+
+    Returns:
+        ``(name → entry, errors)``; names follow ``core.mirror.HOST_NAME``.
+    """
+    out: dict[str, HostEntry] = {}
+    errors: list[str] = []
+    for name, value in raw.items():
+        if not valid_host_name(name):
+            errors.append(
+                f"hosts.{name[:40]!r}: a host name is 1-32 of A-Z a-z 0-9 _ . - "
+                "(not starting with . or -)"
+            )
+            continue
+        try:
+            out[name] = HostEntry.model_validate(value)
+        except ValidationError as exc:
+            problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+            errors.append(f"hosts.{name}: {'; '.join(problems)}"[:500])
+    return out, errors
+
+
 class Config(_Section):
     """The whole ``config.toml`` (every section optional)."""
 
@@ -115,6 +170,8 @@ class Config(_Section):
     dbus: DbusConfig = DbusConfig()
     persistence: PersistenceConfig = PersistenceConfig()
     logging: LoggingConfig = LoggingConfig()
+    # [hosts.NAME] tables, read entry by entry by ``parse_hosts`` (lenient: see there)
+    hosts: dict[str, Any] = Field(default_factory=dict)
 
 
 def _unknown_keys(data: dict[str, object], model: type[BaseModel], prefix: str = "") -> list[str]:

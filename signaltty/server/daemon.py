@@ -32,13 +32,14 @@ from signaltty.core.refresh import Detection
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import ancestry, handover, persistence
 from signaltty.server.bus import Bus
-from signaltty.server.config import Config, load_config
+from signaltty.server.config import Config, load_config, parse_hosts
 from signaltty.server.fdstore import PtyStore, kill_unit_leftovers
 from signaltty.server.handover import FdTable, PtyEntry
 from signaltty.server.hooks import Caller, HookService
 from signaltty.server.listener import Listener
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.refresh import ProcessRefresher, builtin_detect
+from signaltty.server.remote import RemoteHosts
 from signaltty.server.restart import Restarter, serve_held
 from signaltty.server.restart import adopt as adopt_handover
 from signaltty.server.restart import read_table as read_handover_table
@@ -182,6 +183,8 @@ class Daemon:
         self.sweep = ScreenSweep(
             store=store, config=config, runtimes=runtimes, catalogs=self, clock=self.sleep
         )
+        # watched hosts over ssh (issue 16 item 3): one supervised link task per host
+        self.remote = RemoteHosts(store=store, start=self._start_host_task)
         self.hooks = HookService(
             store=store,
             config=config,
@@ -220,7 +223,9 @@ class Daemon:
             spawner=self.spawner,
             hooks=self.hooks,
             sweep=self.sweep,
+            remote=self.remote,
         )
+        self.hooks.remote = self.remote
         self.listener: Listener | None = None
         self.single_flight: set[asyncio.Task[Any]] = set()
         self.shutting_down = False
@@ -376,6 +381,27 @@ class Daemon:
             entries=len(self.catalog.entries()),
             failures=len(self.catalog.failures),
         )
+
+    def _start_host_task(self, name: str, run: Callable[[], Any]) -> asyncio.Task[None] | None:
+        """A watched host's link as the supervised task ``name``: ``RESTART``, although
+        the link loop reconnects by itself, so that a bug in it costs one host a back-off,
+        never the daemon."""
+        return self.supervisor.start(name, run, Policy.RESTART)
+
+    async def reload_hosts(self) -> None:
+        """``hosts.reload``: ``[hosts]`` from the config file, applied at once (issue 16).
+
+        Only that table is read again; every other setting keeps its value from the start.
+
+        Raises:
+            SignalttyError: ``IO_ERROR`` when the file cannot be read or parsed (the hosts
+                watched now are kept).
+        """
+        config, error, _warnings = await asyncio.to_thread(load_config, self.config_path)
+        if error is not None:
+            raise SignalttyError("IO_ERROR", f"config not read, hosts unchanged: {error}"[:600])
+        self.config.hosts = config.hosts
+        await self.remote.apply(*parse_hosts(config.hosts))
 
     async def reload_agents(self) -> dict[str, Any]:
         """``agents.reload``: re-read the agents directory and swap the whole catalog.
@@ -618,6 +644,8 @@ class Daemon:
             if restarted is not None:  # the old notifications' buttons answer nothing now
                 renewed = (rules.renewed_permission_alert(p) for p in self.store.panes.values())
                 self.store.apply([alert for alert in renewed if alert is not None])
+            # after the notifier: a host's pending permissions are announced on first sync
+            await self.remote.apply(*parse_hosts(self.config.hosts))
             await self._stop.wait()
             await self._shutdown()
         return self.supervisor.exit_code
@@ -842,6 +870,7 @@ class Daemon:
                 person_ended=self.person_ended,
                 socket_path=self.socket_path,
                 config=self.config,
+                remote=self.remote,
             )
             if self.config.dbus.enabled:
                 from signaltty.desktop.dbus import DbusService
@@ -866,6 +895,7 @@ class Daemon:
         while True:
             await asyncio.sleep(subreaper.ORPHAN_SCAN_S)
             keep = {rt.proc.pid for rt in list(self.runtimes.values()) if rt.proc is not None}
+            keep.update(self.remote.child_pids())  # a watched host's ssh is no pane orphan
             keep.update(rt.proc.pid for rt in list(self._closing) if rt.proc is not None)
             try:
                 reaped = await asyncio.to_thread(reaper.scan, keep)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from signaltty.server.config import Config
     from signaltty.server.hooks import HookService
     from signaltty.server.panes import PaneRuntime
+    from signaltty.server.remote import RemoteHosts
     from signaltty.server.router import Router
     from signaltty.server.store import Store
 
@@ -67,6 +68,7 @@ class DesktopPort:
         person_ended: the daemon's map of those seen to exit → when.
         socket_path: the daemon's socket.
         config: the daemon's configuration (``[notifications]``, ``[desktop]``).
+        remote: the watched hosts (``server/remote.py``): their panes are notified too.
     """
 
     def __init__(
@@ -80,7 +82,9 @@ class DesktopPort:
         socket_path: Path,
         config: Config,
         person_ended: dict[int, float] | None = None,
+        remote: RemoteHosts | None = None,
     ) -> None:
+        self._remote = remote
         self._person_ended = person_ended if person_ended is not None else {}
         self._store = store
         self._router = router
@@ -134,7 +138,9 @@ class DesktopPort:
         return dec if dec is not None and dec.id == decision_id else None
 
     def counts(self) -> PaneCounts:
-        panes = self._store.panes.values()
+        panes = list(self._store.panes.values())
+        if self._remote is not None:
+            panes += [pane for _, pane in self._remote.panes()]
         return PaneCounts(
             live=sum(1 for p in panes if p.live),
             pending_permissions=sum(1 for p in panes if p.pending_decision is not None),
@@ -157,7 +163,19 @@ class DesktopPort:
     def pane(self, pane_id: str) -> PaneSnapshot | None:
         pane = self._store.panes.get(pane_id)
         if pane is None:
-            return None
+            found = self._remote.find(pane_id) if self._remote is not None else None
+            if found is None:
+                return None
+            link, mirrored = found
+            return PaneSnapshot(
+                pane=mirrored,
+                workspace_name=self._remote.workspace_name(link, mirrored)
+                if self._remote is not None
+                else None,
+                attached=False,
+                host=link.name,
+                host_target=link.entry.target,
+            )
         ws = self._store.workspaces.get(pane.workspace_id)
         rt = self._runtimes.get(pane_id)
         return PaneSnapshot(

@@ -37,6 +37,7 @@ from signaltty.server import ancestry
 from signaltty.server.config import Config
 from signaltty.server.pane_records import PaneRecords
 from signaltty.server.ports import CatalogSource, OriginFacts, Runtimes
+from signaltty.server.remote import RemoteHosts
 from signaltty.server.sleep import SleepWatch
 from signaltty.server.store import Store
 from signaltty.system.procref import ProcessRef
@@ -122,6 +123,8 @@ class HookService:
         self.catalogs = catalogs
         self.facts = facts
         self.routes: dict[str, Route] = {}
+        # watched hosts (server/remote.py): answers for their panes are forwarded there
+        self.remote: RemoteHosts | None = None
         self.store.route_cancellers.append(self.cancel_route)
         # pane_id → pid of the agent process whose session the pane tracks
         self.agent_pids: dict[str, int] = {}
@@ -918,6 +921,10 @@ class HookService:
         if (p.option_id is None) == (p.verdict is None):
             raise SignalttyError("BAD_PARAMS", "exactly one of option_id or verdict is required")
         await self.check_caller(caller)
+        remote_pane = self._remote_pane(p)
+        if remote_pane is not None and self.remote is not None:
+            # the person's answer, checked above like any other, to the host that asks
+            return await self.remote.answer(remote_pane, p.decision_id, p.option_id, p.verdict)
         pane = self._decision_pane(p)
         dec = pane.pending_decision
         assert dec is not None
@@ -1053,6 +1060,41 @@ class HookService:
             "person_ended": dict(self.facts.person_ended),
             "daemon_cgroup": self.facts.unit_cgroup,
         }
+
+    def _remote_pane(self, p: P.DecisionAnswer) -> str | None:
+        """The watched host's pane ``p`` answers (``host/pane_…``), or None for ours.
+
+        Raises:
+            SignalttyError: ``AMBIGUOUS`` for a bare decision id pending on several panes,
+                here and on watched hosts.
+        """
+        if self.remote is None:
+            return None
+        if p.pane_id is not None:
+            return p.pane_id if self.remote.find(p.pane_id) is not None else None
+        if p.decision_id is None:
+            return None
+        theirs = [
+            pane.id
+            for _, pane in self.remote.panes()
+            if pane.pending_decision is not None and pane.pending_decision.id == p.decision_id
+        ]
+        if not theirs:
+            return None
+        ours = [
+            pane.id
+            for pane in self.store.panes.values()
+            if pane.pending_decision is not None and pane.pending_decision.id == p.decision_id
+        ]
+        if ours or len(theirs) > 1:
+            ids = ours + theirs
+            raise SignalttyError(
+                "AMBIGUOUS",
+                f"decision {p.decision_id} is pending on {len(ids)} panes ({', '.join(ids)}); "
+                "name the pane too",
+                {"decision_id": p.decision_id, "pane_ids": ids},
+            )
+        return theirs[0]
 
     def _decision_pane(self, p: P.DecisionAnswer) -> Pane:
         """The pane whose pending decision ``p`` names (issue #10 item 5).
@@ -1198,6 +1240,31 @@ class HookService:
             if pane.label is not None:
                 item["label"] = pane.label
             out.append(item)
+        for link, pane in self.remote.panes() if self.remote is not None else ():
+            dec = pane.pending_decision
+            if dec is None or (pane_id is not None and pane.id != pane_id):
+                continue
+            wire = dec.to_wire()
+            out.append(
+                {
+                    "decision_id": dec.id,
+                    "pane_id": pane.id,
+                    "workspace_id": pane.workspace_id,
+                    "pane_title": pane.title,
+                    "agent": dec.agent or pane.agent.kind,
+                    "agent_session_id": pane.agent.agent_session_id,
+                    "tool_name": dec.tool_name,
+                    "prompt": dec.prompt,
+                    "options": [dict(o) for o in dec.options],
+                    "answerable": dec.answerable and link.reachable,
+                    "native": dec.native,
+                    "received_at": wire["received_at"],
+                    "deadline": wire["deadline"],
+                    "host": link.name,
+                    "_order": dec.received_at,
+                }
+                | ({"label": pane.label} if pane.label is not None else {})
+            )
         out.sort(key=lambda x: x.pop("_order"))
         return {"permissions": out}
 

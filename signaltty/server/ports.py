@@ -68,6 +68,11 @@ class Control(Protocol):
         """``agents.reload``; returns the new listing. Raises ``SignalttyError`` IO_ERROR."""
         ...
 
+    async def reload_hosts(self) -> None:
+        """Read ``[hosts]`` from the config file again and apply it (``hosts.reload``).
+        Raises ``SignalttyError`` IO_ERROR (the file cannot be read or parsed)."""
+        ...
+
     async def restart(self, conn: Any) -> dict[str, Any]:
         """``server.restart``: answered by the new image (server/restart.py). Raises
         ``SignalttyError`` RESTART_FAILED."""

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from signaltty.agents import launch
+from signaltty.core import mirror
 from signaltty.core.ids import prefix_matches
 from signaltty.proto import constants
 from signaltty.proto import params as P
@@ -24,6 +25,7 @@ from signaltty.server.handlers.agents import AgentHandlers
 from signaltty.server.handlers.common import Handler, Namespace, Panes
 from signaltty.server.handlers.decision import DecisionHandlers
 from signaltty.server.handlers.events import EventHandlers
+from signaltty.server.handlers.hosts import HostsHandlers
 from signaltty.server.handlers.output import OutputHandlers
 from signaltty.server.handlers.pane import PaneHandlers
 from signaltty.server.handlers.server import ServerHandlers
@@ -38,6 +40,7 @@ from signaltty.server.ports import (
     Runtimes,
     StatusFacts,
 )
+from signaltty.server.remote import RemoteHosts
 from signaltty.server.spawning import Spawner
 from signaltty.server.store import Store
 from signaltty.server.sweep import ScreenSweep
@@ -71,14 +74,23 @@ class Router:
         spawner: Spawner,
         hooks: HookService,
         sweep: ScreenSweep,
+        remote: RemoteHosts,
     ) -> None:
         self.store = store
         self.hooks = hooks
-        panes = Panes(store=store, runtimes=runtimes, control=control)
+        self.remote = remote
+        panes = Panes(store=store, runtimes=runtimes, control=control, remote=remote)
         detection = launch.DetectionCache()  # agents.catalog; cleared by refresh
         self.events = EventHandlers(panes=panes, origin=hooks.origin)
         namespaces: tuple[Namespace, ...] = (
-            ServerHandlers(store=store, config=config, facts=facts, control=control, sweep=sweep),
+            ServerHandlers(
+                store=store,
+                config=config,
+                facts=facts,
+                control=control,
+                sweep=sweep,
+                remote=remote,
+            ),
             WorkspaceHandlers(panes=panes),
             SpawnHandlers(
                 panes=panes,
@@ -88,10 +100,11 @@ class Router:
                 hydration=hydration,
                 detection=detection,
             ),
-            PaneHandlers(panes=panes, sweep=sweep),
+            PaneHandlers(panes=panes, sweep=sweep, remote=remote),
             OutputHandlers(panes=panes, config=config),
             self.events,
-            DecisionHandlers(panes=panes, hooks=hooks),
+            DecisionHandlers(panes=panes, hooks=hooks, remote=remote),
+            HostsHandlers(remote=remote, control=control),
             AgentHandlers(
                 catalogs=catalogs, hydration=hydration, control=control, detection=detection
             ),
@@ -199,7 +212,13 @@ class Router:
         """
         if ref in self.store.panes:
             return ref
-        matches = prefix_matches(ref, self.store.panes)
+        if mirror.split_id(ref) is not None:  # another host's pane (``host/pane_…``)
+            found = self.remote.resolve(ref)
+            if isinstance(found, str):
+                return found
+            matches = found
+        else:
+            matches = prefix_matches(ref, self.store.panes)
         if len(matches) == 1:
             return matches[0]
         if not matches:

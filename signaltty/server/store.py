@@ -87,6 +87,15 @@ class Store:
         self.bus.publish(seq, name, payload)
         return seq
 
+    def emit_mirrored(self, name: str, payload: dict[str, Any]) -> int:
+        """Publish an event about another host's pane (``server/remote.py``): numbered and
+        replayed like every event, but not a transition ``wait`` reads, and nothing to save."""
+        self.seq += 1
+        seq = self.seq
+        self.ring.append((seq, name, payload))
+        self.bus.publish(seq, name, payload)
+        return seq
+
     def _record_transition(self, seq: int, name: str, payload: dict[str, Any]) -> None:
         pane_id = payload.get("pane_id")
         if not isinstance(pane_id, str):

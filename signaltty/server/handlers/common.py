@@ -7,11 +7,12 @@ import signal as signal_mod
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from signaltty.core import limits, rules
+from signaltty.core import limits, mirror, rules
 from signaltty.core.model import Pane, Workspace
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.ports import Client, Control, Runtimes
+from signaltty.server.remote import RemoteHosts
 from signaltty.server.store import Store
 
 # One method: (the calling connection or None, validated params) → result dict.
@@ -62,15 +63,27 @@ def spawn_result(pane: Pane) -> dict[str, Any]:
 class Panes:
     """Pane and workspace lookups raising the protocol's errors, and ``close_pane``."""
 
-    def __init__(self, *, store: Store, runtimes: Runtimes, control: Control) -> None:
+    def __init__(
+        self, *, store: Store, runtimes: Runtimes, control: Control, remote: RemoteHosts
+    ) -> None:
         self.store = store
         self.runtimes = runtimes
         self._control = control
+        self.remote = remote
 
     def pane(self, pane_id: str) -> Pane:
-        """Raises ``NO_SUCH_PANE``."""
+        """Raises ``NO_SUCH_PANE`` (for another host's pane: what to run instead)."""
         pane = self.store.panes.get(pane_id)
         if pane is None:
+            link = self.remote.host_of(pane_id) if mirror.split_id(pane_id) else None
+            if link is not None and pane_id in link.panes:
+                rid = pane_id.partition(mirror.SEP)[2]
+                raise SignalttyError(
+                    "NO_SUCH_PANE",
+                    f"{pane_id} is a pane of host {link.name}, watched read-only here: run "
+                    f"`signaltty --host {link.entry.target} …` with pane id {rid}",
+                    {"host": link.name, "remote_pane_id": rid},
+                )
             raise SignalttyError("NO_SUCH_PANE", f"no such pane: {pane_id}")
         return pane
 

@@ -9,14 +9,16 @@ from signaltty.proto import params as P
 from signaltty.server.handlers.common import Handler, Panes
 from signaltty.server.hooks import DAEMON_CALLER, Caller, HookService
 from signaltty.server.ports import Client
+from signaltty.server.remote import RemoteHosts
 
 
 class DecisionHandlers:
     """Agent reports and permission answers."""
 
-    def __init__(self, *, panes: Panes, hooks: HookService) -> None:
+    def __init__(self, *, panes: Panes, hooks: HookService, remote: RemoteHosts) -> None:
         self.panes = panes
         self.hooks = hooks
+        self.remote = remote
 
     def routes(self) -> dict[str, Handler]:
         return {
@@ -42,6 +44,6 @@ class DecisionHandlers:
         return await self.hooks.answer(p, Caller("socket", conn.peer_pid, conn.peer_ref))
 
     async def permission_list(self, conn: Client | None, p: P.PermissionList) -> dict[str, Any]:
-        if p.pane_id is not None:
+        if p.pane_id is not None and self.remote.find(p.pane_id) is None:
             self.panes.pane(p.pane_id)
         return self.hooks.permission_list(p.pane_id)

@@ -214,7 +214,14 @@ class EventHandlers:
         return {"pane_id": best.id if best else None}
 
     async def attention_pending(self, conn: Client | None, p: P.AttentionPending) -> dict[str, Any]:
+        """Panes with attention, this daemon's and every watched host's (``host`` set on
+        those), highest attention first, then the most recent."""
+        hosts: dict[str, str] = {}
         panes = [x for x in self.store.panes.values() if x.attention != Attention.NONE]
+        for link, x in self.panes.remote.panes():
+            if x.attention != Attention.NONE:
+                panes.append(x)
+                hosts[x.id] = link.name
         panes.sort(
             key=lambda x: (ATTENTION_RANK[x.attention], x.attention_since or 0.0), reverse=True
         )
@@ -236,6 +243,8 @@ class EventHandlers:
                 item["attention_since"] = iso(pane.attention_since)
             if pane.pending_decision is not None:
                 item["decision_id"] = pane.pending_decision.id
+            if pane.id in hosts:
+                item["host"] = hosts[pane.id]
             out.append(item)
         return {"panes": out}
 

@@ -8,7 +8,7 @@ import base64
 import binascii
 from typing import Any, Protocol
 
-from signaltty.core import limits, rules, waits
+from signaltty.core import limits, mirror, rules, waits
 from signaltty.core.model import Pane
 from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
@@ -16,6 +16,7 @@ from signaltty.server.handlers import submit
 from signaltty.server.handlers.common import Handler, Panes, clamp_size, parse_signal
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.ports import Client
+from signaltty.server.remote import RemoteHosts
 
 
 class Explainer(Protocol):
@@ -27,10 +28,11 @@ class Explainer(Protocol):
 class PaneHandlers:
     """The ``pane.*`` methods that neither start processes nor read output."""
 
-    def __init__(self, *, panes: Panes, sweep: Explainer) -> None:
+    def __init__(self, *, panes: Panes, sweep: Explainer, remote: RemoteHosts) -> None:
         self.panes = panes
         self.store = panes.store
         self.sweep = sweep
+        self.remote = remote
 
     def routes(self) -> dict[str, Handler]:
         return {
@@ -46,15 +48,28 @@ class PaneHandlers:
         }
 
     async def list_panes(self, conn: Client | None, p: P.PaneList) -> dict[str, Any]:
-        panes = self.store.ordered_panes()
-        if p.workspace_id is not None:
+        """This daemon's panes, then every watched host's (``host`` and ``reachable`` set,
+        ids ``host/…``; ``server/remote.py``)."""
+        remote_ws = p.workspace_id is not None and mirror.split_id(p.workspace_id) is not None
+        panes = [] if remote_ws else self.store.ordered_panes()
+        if p.workspace_id is not None and not remote_ws:
             ws = self.panes.workspace(p.workspace_id)
             panes = [x for x in panes if x.workspace_id == ws.id]
         if p.live is not None:
             panes = [x for x in panes if x.live == p.live]
-        return {"panes": [x.to_wire() for x in panes]}
+        out = [x.to_wire() for x in panes]
+        if p.workspace_id is None or remote_ws:
+            for link, pane in self.remote.panes():
+                if (p.live is None or pane.live == p.live) and (
+                    not remote_ws or pane.workspace_id == p.workspace_id
+                ):
+                    out.append(link.wire(pane))
+        return {"panes": out}
 
     async def get(self, conn: Client | None, p: P.PaneRef) -> dict[str, Any]:
+        found = self.remote.find(p.pane_id)
+        if found is not None:
+            return {"pane": found[0].wire(found[1])}
         pane = self.panes.pane(p.pane_id)
         return {
             "pane": pane.to_wire(),
@@ -99,6 +114,8 @@ class PaneHandlers:
         return {"closed": True}
 
     async def mark_seen(self, conn: Client | None, p: P.PaneRef) -> dict[str, Any]:
+        if self.remote.find(p.pane_id) is not None:
+            return await self.remote.mark_seen(p.pane_id)
         pane = self.panes.pane(p.pane_id)
         self.store.apply(rules.mark_seen(pane, "mark_seen", now=self.store.now()))
         return {"pane": pane.to_wire()}

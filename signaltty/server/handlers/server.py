@@ -13,6 +13,7 @@ from signaltty.proto.envelope import SignalttyError
 from signaltty.server.config import Config
 from signaltty.server.handlers.common import Handler
 from signaltty.server.ports import Client, Control, Stats, StatusFacts
+from signaltty.server.remote import RemoteHosts
 from signaltty.server.store import Store
 from signaltty.system import hardening
 
@@ -21,8 +22,16 @@ class ServerHandlers:
     """The ``server.*`` namespace."""
 
     def __init__(
-        self, *, store: Store, config: Config, facts: StatusFacts, control: Control, sweep: Stats
+        self,
+        *,
+        store: Store,
+        config: Config,
+        facts: StatusFacts,
+        control: Control,
+        sweep: Stats,
+        remote: RemoteHosts,
     ) -> None:
+        self.remote = remote
         self.store = store
         self.config = config
         self.facts = facts
@@ -73,6 +82,8 @@ class ServerHandlers:
             "logind": d.logind_status(),
             # {dumpable, ptrace_scope}: can pane processes ptrace us (issue 10 third pass, A6)
             "hardening": hardening.status(),
+            # watched hosts: [{name, target, state, since, error, panes, …}] (issue 16)
+            "hosts": self.remote.status(),
         }
         if d.config_error:
             result["config_error"] = d.config_error

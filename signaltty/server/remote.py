@@ -1,0 +1,734 @@
+"""Hosts this daemon watches over ssh: one bridge per host, their panes mirrored read-only.
+
+For every ``[hosts.NAME]`` of the config (``signaltty hosts add``; docs/remote.md "Watched
+hosts") one supervised task keeps one ``ssh … signaltty bridge`` connection to that host's
+daemon, however many panes it has. On connecting it subscribes to the state events and
+reads ``pane.list`` and ``workspace.list``; from then on the events keep a mirror of the
+remote panes up to date. Mirrored panes live here, never in ``Store.panes``: their ids are
+``NAME/<remote id>``, they are never persisted, run nothing and cannot be attached. What the
+local surfaces need of them — ``pane.list``, ``pane.get``, ``attention.pending``,
+``permission.list``, ``server.status.hosts``, D-Bus ``ListPanes``, desktop notifications —
+they read through :class:`RemoteHosts`, and their changes are published on the local event
+bus under those ids (``Store.emit_mirrored``), so ``top``, ``subscribe`` and D-Bus signals
+see them.
+
+Trust (issue 16 "Bad input"): what a remote sends is cleaned by ``core.mirror`` (ids plain,
+text sanitized and capped, enums known, at most ``MAX_PANES`` panes); one line is at most
+``proto.client.MAX_SERVER_LINE``. This daemon sends a remote only ``subscribe``, the two
+lists and ``server.status`` on its own; ``decision.answer`` and ``pane.mark_seen`` are sent
+only for a local caller that passed the self-approval guard or a notification button the
+person pressed (``hooks.HookService.answer``). Nothing a remote sends can make this daemon
+answer anything.
+
+Reconnecting: after a link ends the host is ``unreachable`` (its panes stay, marked
+``reachable: false``) and the next attempt comes after 1, 2, 4 … 60 s; a remote that said
+it restarts in place is tried again after 0.5 s. An unreachable host costs one timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import structlog
+
+from signaltty.core import mirror, rules
+from signaltty.core.model import Pane
+from signaltty.core.sanitize import sanitize_text
+from signaltty.core.states import Attention, Lifecycle
+from signaltty.proto import envelope
+from signaltty.proto.client import AsyncClient, ConnectError, LineTooLong
+from signaltty.proto.envelope import SignalttyError
+from signaltty.proto.sshlink import BadHost, LinkError, Remote
+from signaltty.server.config import HostEntry
+from signaltty.server.store import Store
+
+log = structlog.get_logger("signaltty.remote")
+
+BACKOFF_S: Final = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+RESTART_RETRY_S: Final = 0.5
+HEALTHY_S: Final = 30.0  # a link that lasted this long starts the back-off again from 1 s
+HANDSHAKE_S: Final = 30.0  # ssh login, remote daemon start, subscribe and the two lists
+REQUEST_S: Final = 10.0  # a forwarded answer
+MAX_PANES: Final = 512  # mirrored per host (a daemon's own cap on live panes)
+MAX_WORKSPACES: Final = 512
+EVENTS: Final = ["pane.*", "agent.*", "attention.*", "decision.*", "workspace.*", "server.*"]
+# ssh options for a link nobody watches: never prompt, notice a dead peer within ~30 s
+SSH_OPTIONS: Final = (
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "ServerAliveInterval=10",
+    "-o",
+    "ServerAliveCountMax=3",
+)
+_ERROR_CHARS: Final = 400
+_request_ids = itertools.count(1)
+# attention that is announced when a host's panes are first read (not old unread turns)
+_ANNOUNCED_ON_SYNC: Final = frozenset(
+    {Attention.PERMISSION_REQUIRED, Attention.INPUT_REQUIRED, Attention.ERROR}
+)
+
+
+class RemoteUnreachable(SignalttyError):
+    """The host's link is down (``REMOTE_UNREACHABLE``)."""
+
+    def __init__(self, host: str, why: str | None) -> None:
+        super().__init__(
+            "REMOTE_UNREACHABLE",
+            f"host {host} is unreachable" + (f": {why}" if why else ""),
+            {"host": host},
+        )
+
+
+@dataclass(slots=True)
+class _Reply:
+    future: asyncio.Future[dict[str, Any]]
+    then: Callable[[dict[str, Any]], None] | None = None
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SignalttyError):
+        text = f"{exc.code}: {exc.message}"
+    elif isinstance(exc, TimeoutError):
+        text = "no answer within the time allowed"
+    else:
+        text = str(exc) or type(exc).__name__
+    return sanitize_text(text, _ERROR_CHARS) or type(exc).__name__
+
+
+class HostLink:
+    """One watched host: its ssh link, its state and the mirror of its panes.
+
+    Attributes:
+        name: the ``[hosts.NAME]`` name (the prefix of its panes' ids).
+        entry: its config entry (target, socket).
+        state: ``connecting`` | ``connected`` | ``unreachable``.
+        panes: local id (``NAME/pane_…``) → the mirrored record (read only outside here).
+    """
+
+    def __init__(self, name: str, entry: HostEntry, owner: RemoteHosts) -> None:
+        self.name = name
+        self.entry = entry
+        self._owner = owner
+        self.state = "connecting"
+        self.error: str | None = None
+        self.since = time.time()
+        self.connected_at: float | None = None
+        self.retry_at: float | None = None
+        self.attempts = 0
+        self.connects = 0
+        self.panes: dict[str, Pane] = {}
+        self.workspaces: dict[str, str] = {}  # local workspace id → name
+        self._client: AsyncClient | None = None
+        self._replies: dict[str, _Reply] = {}
+        self._synced = False
+        self._restarting = False
+        self.task: asyncio.Task[None] | None = None
+
+    # ---------------------------------------------------------------- status
+
+    @property
+    def reachable(self) -> bool:
+        return self.state == "connected"
+
+    def status(self) -> dict[str, Any]:
+        """``server.status.hosts[]`` / ``hosts.list`` item (protocol.md §6 ``hosts.list``)."""
+        return {
+            "name": self.name,
+            "target": self.entry.target,
+            "state": self.state,
+            "since": _iso(self.since),
+            "error": self.error,
+            "panes": len(self.panes),
+            "attention": sum(1 for p in self.panes.values() if p.attention != Attention.NONE),
+            "pending_permissions": sum(
+                1 for p in self.panes.values() if p.pending_decision is not None
+            ),
+            "retry_at": _iso(self.retry_at) if self.state == "unreachable" else None,
+            "connects": self.connects,
+        }
+
+    def wire(self, pane: Pane) -> dict[str, Any]:
+        """A mirrored pane as a protocol Pane, plus ``host`` and ``reachable``."""
+        out = pane.to_wire()
+        out["host"] = self.name
+        out["reachable"] = self.reachable
+        out["authority"] = "none"
+        return out
+
+    def _set_state(self, state: str, error: str | None = None) -> None:
+        if state == self.state and error == self.error:
+            return
+        self.state = state
+        self.error = error
+        self.since = time.time()
+        self._owner.emit("host.updated", {"host": self.status()})
+
+    # ---------------------------------------------------------------- the loop
+
+    async def run(self) -> None:
+        """Connect, mirror, and reconnect with back-off, until cancelled."""
+        failures = 0
+        while True:
+            self._set_state("connecting", self.error)
+            started = time.monotonic()
+            why: str | None = None
+            try:
+                await self._session()
+                why = "the remote daemon closed the connection"
+            except asyncio.CancelledError:
+                await self._drop()
+                raise
+            except (
+                LinkError,
+                BadHost,
+                ConnectError,
+                ConnectionError,
+                LineTooLong,
+                OSError,
+                ValueError,
+                TimeoutError,
+                SignalttyError,
+            ) as exc:
+                why = _describe(exc)
+            await self._drop()
+            self._set_state("unreachable", why)
+            for pane in self.panes.values():  # kept, shown as unreachable
+                self._owner.emit(
+                    "pane.updated", {"pane": self.wire(pane), "changed": ["reachable"]}
+                )
+            if time.monotonic() - started >= HEALTHY_S:
+                failures = 0
+            if self._restarting:
+                delay = RESTART_RETRY_S
+                self._restarting = False
+            else:
+                delay = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
+                failures += 1
+            self.attempts += 1
+            self.retry_at = time.time() + delay
+            log.info("remote.unreachable", host=self.name, error=why, retry_s=delay)
+            await asyncio.sleep(delay)
+
+    async def _session(self) -> None:
+        remote = Remote(self.entry.target, self.entry.socket, options=SSH_OPTIONS)
+        self._client = await AsyncClient.connect(remote)
+        self._synced = False
+        reader = asyncio.get_running_loop().create_task(self._read(self._client))
+        try:
+            async with asyncio.timeout(HANDSHAKE_S):
+                await self._request("subscribe", {"events": EVENTS})
+                await self._request("workspace.list", {}, then=self._sync_workspaces)
+                await self._request("pane.list", {}, then=self._sync_panes)
+            self.connects += 1
+            self.connected_at = time.time()
+            self.retry_at = None
+            self._set_state("connected")
+            for pane in self.panes.values():
+                self._owner.emit(
+                    "pane.updated", {"pane": self.wire(pane), "changed": ["reachable"]}
+                )
+            log.info("remote.connected", host=self.name, panes=len(self.panes))
+            await reader
+        finally:
+            if not reader.done():
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await reader
+
+    async def _read(self, client: AsyncClient) -> None:
+        while True:
+            msg = await client.read_message()
+            if msg is None:
+                return
+            if not isinstance(msg, dict):
+                continue
+            if msg.get("type") == "event":
+                if self._synced:
+                    self._on_event(msg.get("event"), msg.get("payload"))
+                elif msg.get("event") in ("server.restarting", "server.will_shutdown"):
+                    self._restarting = msg.get("event") == "server.restarting"
+                continue
+            reply = self._replies.pop(str(msg.get("id")), None)
+            if reply is None or reply.future.done():
+                continue
+            if msg.get("ok") is True and isinstance(msg.get("result"), dict):
+                result: dict[str, Any] = msg["result"]
+                if reply.then is not None:
+                    reply.then(result)  # in order: before any later event is applied
+                reply.future.set_result(result)
+            else:
+                err = msg.get("error")
+                reply.future.set_exception(_remote_error(self.name, err))
+
+    async def _request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        then: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        client = self._client
+        if client is None:
+            raise RemoteUnreachable(self.name, self.error)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        req_id = f"h{next(_request_ids)}"
+        self._replies[req_id] = _Reply(future, then)  # before sending: the answer may be quick
+        await client.send_raw(envelope.encode(envelope.request(req_id, method, params)))
+        return await future
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``method`` on the remote daemon (``REQUEST_S`` at most).
+
+        Raises:
+            SignalttyError: the remote's error (its code when it is one of ours, else
+                ``REMOTE_ERROR``), ``REMOTE_UNREACHABLE`` when the link is down or ends
+                before the answer, ``TIMEOUT`` after ``REQUEST_S``.
+        """
+        if not self.reachable:
+            raise RemoteUnreachable(self.name, self.error)
+        try:
+            async with asyncio.timeout(REQUEST_S):
+                return await self._request(method, params)
+        except TimeoutError:
+            raise SignalttyError(
+                "TIMEOUT", f"host {self.name} did not answer within {REQUEST_S:g} s"
+            ) from None
+        except (ConnectionError, OSError) as exc:
+            raise RemoteUnreachable(self.name, _describe(exc)) from None
+
+    async def _drop(self) -> None:
+        client, self._client = self._client, None
+        self._synced = False
+        for reply in self._replies.values():
+            if not reply.future.done():
+                reply.future.set_exception(RemoteUnreachable(self.name, "the link ended"))
+        self._replies.clear()
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+
+    async def stop(self) -> None:
+        """End the task and the link; the mirrored panes are withdrawn (``pane.closed``)."""
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.task
+        await self._drop()
+        for pane_id in list(self.panes):
+            self._remove(pane_id)
+
+    # ---------------------------------------------------------------- mirror
+
+    def _sync_workspaces(self, result: dict[str, Any]) -> None:
+        items = result.get("workspaces")
+        names: dict[str, str] = {}
+        for w in items[:MAX_WORKSPACES] if isinstance(items, list) else []:
+            self._workspace(w, names)
+        self.workspaces = names
+
+    def _workspace(self, w: object, into: dict[str, str]) -> None:
+        if not isinstance(w, dict):
+            return
+        try:
+            wid = mirror.local_id(self.name, mirror.remote_id(w.get("id"), "workspace id"))
+        except ValueError:
+            return
+        name = w.get("name")
+        into[wid] = sanitize_text(name, 100) if isinstance(name, str) else ""
+
+    def _sync_panes(self, result: dict[str, Any]) -> None:
+        items = result.get("panes")
+        seen: set[str] = set()
+        for d in items if isinstance(items, list) else []:
+            pane = self._clean(d)
+            if pane is None or pane.id in seen:
+                continue
+            if pane.id not in self.panes and len(self.panes) >= MAX_PANES:
+                self._owner.warn_once(self.name, "too_many_panes")
+                continue
+            seen.add(pane.id)
+            old = self.panes.get(pane.id)
+            self.panes[pane.id] = pane
+            self._owner.emit(
+                "pane.created" if old is None else "pane.updated",
+                {"pane": self.wire(pane)} | ({} if old is None else {"changed": ["sync"]}),
+            )
+            if pane.attention in _ANNOUNCED_ON_SYNC and (
+                old is None
+                or old.attention != pane.attention
+                or _decision_id(old) != _decision_id(pane)
+            ):
+                self._alert(pane, _sync_cause(pane))
+        for pane_id in [p for p in self.panes if p not in seen]:
+            self._remove(pane_id)
+        self._synced = True
+
+    def _clean(self, d: object) -> Pane | None:
+        try:
+            return mirror.clean_pane(self.name, d)
+        except (ValueError, RecursionError) as exc:
+            self._owner.warn_once(self.name, "bad_record", error=str(exc)[:200])
+            return None
+
+    def _remove(self, pane_id: str) -> None:
+        if self.panes.pop(pane_id, None) is not None:
+            self._owner.emit("pane.closed", {"pane_id": pane_id})
+
+    def _on_event(self, name: object, payload: object) -> None:
+        if not isinstance(name, str) or not isinstance(payload, dict):
+            return
+        try:
+            self._apply(name, payload)
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            self._owner.warn_once(self.name, "bad_event", event=name[:60], error=str(exc)[:200])
+
+    def _apply(self, name: str, payload: dict[str, Any]) -> None:
+        if name in ("server.restarting", "server.will_shutdown"):
+            self._restarting = name == "server.restarting"
+            return
+        if name in ("workspace.created", "workspace.updated"):
+            if len(self.workspaces) < MAX_WORKSPACES:
+                self._workspace(payload.get("workspace"), self.workspaces)
+            return
+        if name == "workspace.closed":
+            with contextlib.suppress(ValueError):
+                wid = mirror.remote_id(payload.get("workspace_id"), "workspace id")
+                self.workspaces.pop(mirror.local_id(self.name, wid), None)
+            return
+        if name in ("pane.created", "pane.updated", "pane.resized"):
+            pane = self._clean(payload.get("pane"))
+            if pane is None:
+                return
+            old = self.panes.get(pane.id)
+            if old is None and len(self.panes) >= MAX_PANES:
+                self._owner.warn_once(self.name, "too_many_panes")
+                return
+            self.panes[pane.id] = pane
+            out: dict[str, Any] = {"pane": self.wire(pane)}
+            if name == "pane.updated":
+                out["changed"] = mirror.field_names(payload.get("changed"))
+            self._owner.emit(
+                name if old is not None or name == "pane.created" else "pane.created", out
+            )
+            return
+        pane_id = mirror.local_id(self.name, mirror.remote_id(payload.get("pane_id"), "pane id"))
+        if name == "pane.closed":
+            self._remove(pane_id)
+            return
+        pane = self.panes.get(pane_id)
+        if pane is None:
+            return  # a pane the list did not name: its pane.created comes first
+        if name.startswith("agent."):
+            value = mirror.enum_value(Lifecycle, payload.get("lifecycle"))
+            prev = pane.lifecycle
+            if value == prev:
+                return
+            pane.last_lifecycle, pane.lifecycle = prev, value
+            pane.lifecycle_since = time.time()
+            pane.lifecycle_source = "remote"
+            self._owner.emit(
+                f"agent.{value.value}",
+                {
+                    "pane_id": pane_id,
+                    "lifecycle": value.value,
+                    "prev": prev.value,
+                    "source": "remote",
+                },
+            )
+        elif name in ("attention.created", "attention.updated"):
+            value = mirror.enum_value(Attention, payload.get("attention"))
+            prev_att = pane.attention
+            cause = mirror.cause(payload.get("cause"))
+            pane.attention = value
+            pane.attention_since = time.time()
+            self._owner.emit(
+                "attention.created" if prev_att == Attention.NONE else "attention.updated",
+                {
+                    "pane_id": pane_id,
+                    "attention": value.value,
+                    "prev": prev_att.value,
+                    "source": "remote",
+                    "cause": cause,
+                },
+            )
+            if value != Attention.NONE:
+                self._alert(pane, cause)
+        elif name == "attention.cleared":
+            prev_att = pane.attention
+            if prev_att == Attention.NONE:
+                return
+            pane.attention = Attention.NONE
+            pane.attention_since = None
+            reason = payload.get("reason")
+            self._owner.emit(
+                "attention.cleared",
+                {
+                    "pane_id": pane_id,
+                    "prev": prev_att.value,
+                    "reason": reason
+                    if isinstance(reason, str) and reason.isidentifier()
+                    else "remote",
+                },
+            )
+        elif name == "decision.created":
+            dec = mirror.clean_decision(payload.get("decision"))
+            prev_id = _decision_id(pane)
+            pane.pending_decision = dec
+            self._owner.emit(
+                "decision.created", {"pane_id": pane_id, "decision": dec.to_wire(), "prev": prev_id}
+            )
+            if pane.attention in (Attention.PERMISSION_REQUIRED, Attention.INPUT_REQUIRED):
+                # the attention came first: announce again with the decision's id
+                self._alert(pane, _sync_cause(pane))
+        elif name in ("decision.answered", "decision.cleared"):
+            did = mirror.remote_id(payload.get("decision_id"), "decision id")
+            if _decision_id(pane) != did:
+                return
+            pane.pending_decision = None
+            out = {"pane_id": pane_id, "decision_id": did}
+            if name == "decision.answered":
+                option = payload.get("option_id")
+                out["option_id"] = sanitize_text(option, 64) if isinstance(option, str) else None
+            else:
+                reason = payload.get("reason")
+                out["reason"] = (
+                    reason if isinstance(reason, str) and reason.isidentifier() else "remote"
+                )
+            self._owner.emit(name, out)
+        elif name == "pane.exited":
+            code = payload.get("code")
+            pane.live = False
+            pane.exit_code = code if type(code) is int and -(2**31) <= code < 2**31 else None
+            self._owner.emit("pane.exited", {"pane_id": pane_id, "code": pane.exit_code})
+
+    def _alert(self, pane: Pane, cause: str) -> None:
+        self._owner.alert(
+            rules.Alert(
+                pane.id,
+                cause,
+                mirror.severity(pane.attention),
+                None,
+                None,
+                _decision_id(pane) if cause in ("permission", "input") else None,
+            )
+        )
+
+
+def _decision_id(pane: Pane) -> str | None:
+    return pane.pending_decision.id if pane.pending_decision is not None else None
+
+
+def _sync_cause(pane: Pane) -> str:
+    if pane.attention == Attention.PERMISSION_REQUIRED:
+        return "permission"
+    if pane.attention == Attention.INPUT_REQUIRED:
+        return "input"
+    return "error"
+
+
+def _iso(ts: float | None) -> str | None:
+    from signaltty.core.model import iso
+
+    return iso(ts)
+
+
+_KNOWN_CODES: Final = frozenset(
+    {
+        "NO_SUCH_PANE",
+        "NO_SUCH_DECISION",
+        "AMBIGUOUS",
+        "BAD_PARAMS",
+        "FORBIDDEN",
+        "PANE_EXITED",
+        "IO_ERROR",
+        "TIMEOUT",
+        "BUSY",
+    }
+)
+
+
+def _remote_error(host: str, err: object) -> SignalttyError:
+    """A remote's error, its text cleaned and its code one of ours or ``REMOTE_ERROR``."""
+    code = err.get("code") if isinstance(err, dict) else None
+    message = err.get("message") if isinstance(err, dict) else None
+    text = sanitize_text(message, _ERROR_CHARS) if isinstance(message, str) else "no message"
+    return SignalttyError(
+        code if isinstance(code, str) and code in _KNOWN_CODES else "REMOTE_ERROR",
+        f"{host}: {text}",
+        {"host": host},
+    )
+
+
+class RemoteHosts:
+    """Every watched host (``[hosts]``), for the handlers, the notifier and the daemon.
+
+    Args:
+        store: the state store (``emit_mirrored`` and the alert sinks).
+        start: starts a named supervised task (``Supervisor.start`` with ``RESTART``).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        start: Callable[[str, Callable[[], Any]], asyncio.Task[None] | None],
+    ) -> None:
+        self._store = store
+        self._start = start
+        self.links: dict[str, HostLink] = {}
+        self.errors: list[str] = []
+        self._warned: set[tuple[str, str]] = set()
+
+    # ---------------------------------------------------------------- config
+
+    async def apply(self, hosts: dict[str, HostEntry], errors: Iterable[str] = ()) -> None:
+        """Watch exactly ``hosts``: new ones start, removed ones stop (their panes are
+        withdrawn), changed targets reconnect. ``errors`` are the entries left out."""
+        self.errors = list(errors)
+        for name in [n for n in self.links if n not in hosts or hosts[n] != self.links[n].entry]:
+            link = self.links.pop(name)
+            await link.stop()
+            self.emit("host.removed", {"host": name})
+        for name, entry in hosts.items():
+            if name in self.links:
+                continue
+            link = HostLink(name, entry, self)
+            self.links[name] = link
+            link.task = self._start(f"host:{name}", link.run)
+        for err in self.errors:
+            log.warning("remote.config", error=err)
+
+    async def stop(self) -> None:
+        """Stop every link (shutdown)."""
+        for link in list(self.links.values()):
+            await link.stop()
+        self.links.clear()
+
+    def child_pids(self) -> set[int]:
+        """The pids of the ssh processes of live links (not orphans of a pane)."""
+        out = set()
+        for link in self.links.values():
+            client = link._client
+            proc = getattr(getattr(client, "_link", None), "proc", None)
+            if proc is not None:
+                out.add(int(proc.pid))
+        return out
+
+    # ---------------------------------------------------------------- reads
+
+    def status(self) -> list[dict[str, Any]]:
+        return [link.status() for link in self.links.values()]
+
+    def panes(self) -> Iterable[tuple[HostLink, Pane]]:
+        for link in self.links.values():
+            for pane in link.panes.values():
+                yield link, pane
+
+    def find(self, pane_id: str) -> tuple[HostLink, Pane] | None:
+        parts = mirror.split_id(pane_id)
+        if parts is None:
+            return None
+        link = self.links.get(parts[0])
+        if link is None:
+            return None
+        pane = link.panes.get(pane_id)
+        return (link, pane) if pane is not None else None
+
+    def resolve(self, ref: str) -> str | list[str]:
+        """``host/prefix`` → the one mirrored pane id it starts, else every match (a list:
+        empty when none)."""
+        parts = mirror.split_id(ref)
+        link = self.links.get(parts[0]) if parts is not None else None
+        if link is None:
+            return []
+        if ref in link.panes:
+            return ref
+        matches = sorted(p for p in link.panes if p.startswith(ref))
+        return matches[0] if len(matches) == 1 else matches
+
+    def host_of(self, pane_id: str) -> HostLink | None:
+        parts = mirror.split_id(pane_id)
+        return self.links.get(parts[0]) if parts is not None else None
+
+    def workspace_name(self, link: HostLink, pane: Pane) -> str | None:
+        return link.workspaces.get(pane.workspace_id) or None
+
+    # ---------------------------------------------------------------- writes (person only)
+
+    async def answer(
+        self, pane_id: str, decision_id: str | None, option_id: str | None, verdict: str | None
+    ) -> dict[str, Any]:
+        """Forward ``decision.answer`` for the mirrored pane ``pane_id``; the caller was
+        checked by the self-approval guard already (``HookService.answer``).
+
+        Returns:
+            The remote's result with the pane's id as it is here.
+
+        Raises:
+            SignalttyError: ``NO_SUCH_DECISION`` (no such mirrored decision),
+                ``REMOTE_UNREACHABLE``, ``TIMEOUT``, or the remote's error.
+        """
+        found = self.find(pane_id)
+        if found is None or found[1].pending_decision is None:
+            raise SignalttyError("NO_SUCH_DECISION", f"no pending decision on {pane_id}")
+        link, pane = found
+        dec = pane.pending_decision
+        assert dec is not None
+        if decision_id is not None and decision_id != dec.id:
+            raise SignalttyError(
+                "NO_SUCH_DECISION", f"no such decision on {pane_id}: {decision_id}"
+            )
+        rid = pane_id.partition(mirror.SEP)[2]
+        params: dict[str, Any] = {"pane_id": rid, "decision_id": dec.id}
+        if option_id is not None:
+            params["option_id"] = option_id
+        else:
+            params["verdict"] = verdict
+        log.info("remote.answer", host=link.name, pane_id=pane_id, decision_id=dec.id)
+        result = await link.call("decision.answer", params)
+        out: dict[str, Any] = {"answered": bool(result.get("answered")), "decision_id": dec.id}
+        option = result.get("option_id")
+        out["option_id"] = sanitize_text(option, 64) if isinstance(option, str) else option_id
+        for key in ("lifecycle", "attention"):
+            value = result.get(key)
+            if isinstance(value, str) and value.isidentifier():
+                out[key] = value
+        out["host"] = link.name
+        return out
+
+    async def mark_seen(self, pane_id: str) -> dict[str, Any]:
+        """Forward ``pane.mark_seen`` (a click on the pane's notification, or a local client).
+
+        Raises:
+            SignalttyError: ``NO_SUCH_PANE``, ``REMOTE_UNREACHABLE``, ``TIMEOUT``, the remote's.
+        """
+        found = self.find(pane_id)
+        if found is None:
+            raise SignalttyError("NO_SUCH_PANE", f"no such pane: {pane_id}")
+        link, pane = found
+        await link.call("pane.mark_seen", {"pane_id": pane_id.partition(mirror.SEP)[2]})
+        return {"pane": link.wire(pane)}  # its new attention arrives as an event
+
+    # ---------------------------------------------------------------- to the local side
+
+    def emit(self, name: str, payload: dict[str, Any]) -> None:
+        self._store.emit_mirrored(name, payload)
+
+    def alert(self, alert: rules.Alert) -> None:
+        for sink in list(self._store.alert_sinks):
+            try:
+                sink(alert)
+            except Exception:  # noqa: BLE001 - one sink must not stop the others
+                log.exception("remote.alert_sink_failed")
+
+    def warn_once(self, host: str, what: str, **fields: Any) -> None:
+        if (host, what) in self._warned:
+            return
+        self._warned.add((host, what))
+        log.warning(f"remote.{what}", host=host, **fields)
