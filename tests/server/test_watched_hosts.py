@@ -43,9 +43,10 @@ def stand_in_ssh(root: Path, remote: DaemonProc, log: Path | None = None) -> str
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DaemonProc, DaemonProc, Path]]:
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="rh-", dir="/tmp") as a, tempfile.TemporaryDirectory(
-        prefix="lh-", dir="/tmp"
-    ) as b:
+    with (
+        tempfile.TemporaryDirectory(prefix="rh-", dir="/tmp") as a,
+        tempfile.TemporaryDirectory(prefix="lh-", dir="/tmp") as b,
+    ):
         remote = DaemonProc(Path(a))
         remote.start()
         log = Path(b) / "ssh.log"
@@ -99,20 +100,25 @@ def test_remote_panes_are_mirrored_and_answered_here(pair) -> None:
     perms = wait_until(
         lambda: [x for x in local.call("permission.list")["permissions"] if x["pane_id"] == mid], 10
     )
-    assert perms[0]["decision_id"] == decision and perms[0]["host"] == "devbox"
+    assert perms[0]["decision_id"] == decision
+    assert perms[0]["host"] == "devbox"
     pending = local.call("attention.pending")["panes"]
     assert any(x["pane_id"] == mid and x["host"] == "devbox" for x in pending)
     # what only the remote daemon can do is refused here, saying what to run instead
     with pytest.raises(SignalttyError) as err:
         local.call("pane.input", {"pane_id": mid, "data_b64": "eA=="})
-    assert err.value.code == "NO_SUCH_PANE" and "--host me@devbox" in err.value.message
+    assert err.value.code == "NO_SUCH_PANE"
+    assert "--host me@devbox" in err.value.message
     # the person's answer, given here, is obeyed there
     r = local.call("decision.answer", {"pane_id": mid, "verdict": "allow"})
-    assert r["answered"] is True and r["host"] == "devbox"
+    assert r["answered"] is True
+    assert r["host"] == "devbox"
     code, out, err_text = reporter.result()
     assert code == 0, err_text
     assert _verdict(out) == "allow"
-    wait_until(lambda: local.call("pane.get", {"pane_id": mid})["pane"]["pending_decision"] is None, 10)
+    wait_until(
+        lambda: local.call("pane.get", {"pane_id": mid})["pane"]["pending_decision"] is None, 10
+    )
     # one ssh connection for the host, however many requests went over it
     assert len(log.read_text().splitlines()) == 1
     assert "BatchMode=yes" in log.read_text()
@@ -125,7 +131,8 @@ def test_the_remote_daemon_going_away_and_coming_back(pair) -> None:
     wait_until(lambda: len(_mirrored(local)) == 1, 10)
     remote.stop()
     h = wait_until(lambda: (h := _host(local))["state"] == "unreachable" and h, 20)
-    assert h["error"] and h["retry_at"]
+    assert h["error"]
+    assert h["retry_at"]
     [p] = _mirrored(local)  # kept, shown as unreachable
     assert p["reachable"] is False
     with pytest.raises(SignalttyError) as err:
@@ -155,5 +162,7 @@ def test_hosts_reload_adds_and_removes(pair) -> None:
         local.call("hosts.reload")
     assert err.value.code == "IO_ERROR"
     assert [h["name"] for h in local.call("hosts.list")["hosts"]] == ["other"]
-    ssh = [c for c in psutil.Process(local.proc.pid).children() if "fake-ssh" in " ".join(c.cmdline())]
+    ssh = [
+        c for c in psutil.Process(local.proc.pid).children() if "fake-ssh" in " ".join(c.cmdline())
+    ]
     assert len(ssh) <= 1
