@@ -616,7 +616,9 @@ class DbusService:
         """Answer with the caller's pid, so the self-approval guard
         (issue #10 item 3) sees who is calling: a process inside a pane gets
         ``dev.signaltty.Error.FORBIDDEN``; a caller whose pid the bus cannot tell too."""
-        key = "pane_id" if target.startswith("pane_") else "decision_id"
+        # a pane id here, or a watched host's (``devbox/pane_…``); else a decision id
+        pane_ref = target.startswith("pane_") or "/pane_" in target
+        key = "pane_id" if pane_ref else "decision_id"
         raw = {key: target, "verdict": verdict}
         res = await self.host.answer_as_bus_caller(await self._caller(sender), raw)
         return (res["lifecycle"], res["attention"])

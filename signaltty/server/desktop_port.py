@@ -134,6 +134,9 @@ class DesktopPort:
 
     def pending_decision(self, pane_id: str, decision_id: str) -> Decision | None:
         pane = self._store.panes.get(pane_id)
+        if pane is None and self._remote is not None:
+            found = self._remote.find(pane_id)
+            pane = found[1] if found is not None else None
         dec = pane.pending_decision if pane is not None else None
         return dec if dec is not None and dec.id == decision_id else None
 

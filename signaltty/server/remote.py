@@ -695,10 +695,9 @@ class RemoteHosts:
         out: dict[str, Any] = {"answered": bool(result.get("answered")), "decision_id": dec.id}
         option = result.get("option_id")
         out["option_id"] = sanitize_text(option, 64) if isinstance(option, str) else option_id
-        for key in ("lifecycle", "attention"):
+        for key, now in (("lifecycle", pane.lifecycle.value), ("attention", pane.attention.value)):
             value = result.get(key)
-            if isinstance(value, str) and value.isidentifier():
-                out[key] = value
+            out[key] = value if isinstance(value, str) and value.isidentifier() else now
         out["host"] = link.name
         return out
 
