@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from signaltty import __version__
-from signaltty.cli import completion_cmd, integration_cmd, render, service_cmd
+from signaltty.cli import completion_cmd, hosts_cmd, integration_cmd, render, service_cmd
 from signaltty.cli.errors import CliError
 from signaltty.proto.client import (
     Client,
@@ -317,7 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ps.add_argument("target")
     pa = pm.add_parser(
-        "answer", parents=[common], help="answer allow|deny for a pane_… or a decision id"
+        "answer",
+        parents=[common],
+        help="answer allow|deny for a pane_… (or a watched host's devbox/pane_…) or a decision id",
     )
     pa.add_argument("target")
     pa.add_argument("verdict", choices=["allow", "deny"])
@@ -384,6 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     ).add_argument("--refresh", action="store_true", help="re-run PATH hydration and look again")
     integration_cmd.add_parser(sub, common)
     service_cmd.add_parser(sub, common)
+    hosts_cmd.add_parser(sub, common)
     completion_cmd.add_parser(sub, common)
     # dispatched before argparse by cli/entry.py (stdlib-only fast path); listed for --help only
     for name, what in (
@@ -496,6 +499,7 @@ LOCAL_ONLY = (
     "daemon",
     "integration",
     "service",
+    "hosts",  # edits this host's config and asks this host's daemon (docs/remote.md)
     "completion",
     "bridge",
     "hook-event",
@@ -555,6 +559,8 @@ def _run(args: argparse.Namespace) -> int:
         return service_cmd.run(args)
     if cmd == "completion":
         return completion_cmd.run(args)
+    if cmd == "hosts":
+        return hosts_cmd.run(args)
     if cmd == "status" and args.format:
         from signaltty.cli import statusbar
 
@@ -893,7 +899,7 @@ def _input_target(args: argparse.Namespace) -> None:
     word that looks like a pane id (``pane_…``, never a key name) back as the id."""
     if args.id is not None:
         return
-    if args.keys and args.keys[-1].startswith("pane_"):
+    if args.keys and _is_pane_ref(args.keys[-1]):
         args.id = args.keys.pop()
         return
     raise CliError("pane input: give the pane id (`signaltty pane input ID --keys Enter`)", 2)
@@ -901,12 +907,32 @@ def _input_target(args: argparse.Namespace) -> None:
 
 def _short_ids(cl: Client, panes: list[dict[str, Any]] | None = None) -> dict[str, str]:
     """Every pane id → its shortest unique prefix (core/ids.py), unique among ALL panes:
-    ``panes`` when it is the full list, else fetched."""
+    ``panes`` when it is the full list, else fetched. A watched host's pane (``devbox/pane_…``)
+    is shortened among that host's panes and keeps its ``host/`` (what the daemon resolves)."""
     from signaltty.core.ids import short_ids
 
     if panes is None:
         panes = cl.call("pane.list")["panes"]
-    return short_ids(p["id"] for p in panes)
+    ids = [str(p["id"]) for p in panes]
+    out = short_ids(i for i in ids if _PANE_HOST_SEP not in i)
+    by_host: dict[str, list[str]] = {}
+    for i in ids:
+        host, sep, rid = i.partition(_PANE_HOST_SEP)
+        if sep:
+            by_host.setdefault(host, []).append(rid)
+    for host, rids in by_host.items():
+        for rid, short in short_ids(rids).items():
+            out[f"{host}{_PANE_HOST_SEP}{rid}"] = f"{host}{_PANE_HOST_SEP}{short}"
+    return out
+
+
+# a watched host's pane ids are ``NAME/<its id there>`` (core/mirror.py SEP)
+_PANE_HOST_SEP = "/"
+
+
+def _is_pane_ref(text: str) -> bool:
+    """``pane_…`` here, or ``host/pane_…`` of a watched host (never a decision id)."""
+    return text.startswith("pane_") or text.partition(_PANE_HOST_SEP)[2].startswith("pane_")
 
 
 def _launch_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -1239,7 +1265,7 @@ def _permission(args: argparse.Namespace, cl: Client) -> int:
         ]  # with what is approved
         return _out(args, r, "\n".join(lines) or "no pending permissions")
     params: dict[str, Any] = {"verdict": args.verdict}
-    if args.target.startswith("pane_"):
+    if _is_pane_ref(args.target):
         # either may be a short id (a prefix of the other)
         if args.pane and not (
             args.pane.startswith(args.target) or args.target.startswith(args.pane)

@@ -56,6 +56,8 @@ def pane_line(p: dict[str, Any], short: dict[str, str] | None = None) -> str:
         if live.get("state") == "live"
         else ("exited" if code is None else f"exited({clean(code)})")
     )
+    if p.get("reachable") is False:  # a watched host's pane while its link is down
+        state = "unreachable"
     label = f" [{clean(p['label'])}]" if p.get("label") else ""
     msg = f" — {clean(p['last_message'])}" if p.get("last_message") else ""
     return (
@@ -120,6 +122,15 @@ def status(r: dict[str, Any]) -> str:
         scope = "no Yama" if h["ptrace_scope"] == "absent" else "Yama ptrace_scope 0"
         lines.append(
             f"hardening: {scope}: a pane process can ptrace your other processes (docs/security.md)"
+        )
+    for host in r.get("hosts") or []:  # watched hosts (issue 16; `signaltty hosts list`)
+        if not isinstance(host, dict):
+            continue
+        error = f": {clean(host['error'])[:200]}" if host.get("error") else ""
+        lines.append(
+            f"host {clean(host.get('name')):<10} {clean(host.get('state')):<11} "
+            f"{clean(host.get('target'))}, panes {clean(host.get('panes', 0))}, "
+            f"attention {clean(host.get('attention', 0))}{error}"
         )
     if r.get("config_error"):
         lines.append(f"config error: {clean(r['config_error'])}")

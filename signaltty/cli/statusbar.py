@@ -80,6 +80,8 @@ def waybar(panes: list[dict[str, Any]]) -> str:
         lines = [f"{n} {cat[0]}" for cat, n in found] + [""]
         for p in needing[:TOOLTIP_PANES]:
             title = sanitize_text(str(p.get("title") or ""), 60)
+            if p.get("host"):  # a watched host's pane (issue 16): say whose
+                title = f"{sanitize_text(str(p['host']), 32)}/{title}"
             label = f" [{sanitize_text(str(p['label']), 40)}]" if p.get("label") else ""
             lines.append(f"{sanitize_text(str(p['attention']), 20)}: {title}{label}")
         if len(needing) > TOOLTIP_PANES:

@@ -61,6 +61,7 @@ EVENTS = [
     "server.will_shutdown",
     "server.restarting",
     "server.restarted",
+    "host.*",  # a watched host connected, went away or was removed (issue 16)
 ]
 # Events arriving within this window are folded into one re-read of the panes.
 COALESCE_S = 0.05
@@ -145,6 +146,13 @@ class Top:
         panes = (await self.call("pane.list"))["panes"]
         workspaces = (await self.call("workspace.list"))["workspaces"]
         permissions = (await self.call("permission.list"))["permissions"]
+        try:
+            hosts = (await self.call("hosts.list"))["hosts"]
+        except SignalttyError:  # a daemon from before watched hosts
+            hosts = []
+        self.state.hosts = {
+            str(h.get("name")): h for h in hosts if isinstance(h, dict) and h.get("name")
+        }
         # the handle, not the name: names repeat ("workspace" twice), handles do not
         self.state.workspaces = {
             str(w.get("id")): str(w.get("handle") or w.get("id") or "") for w in workspaces
@@ -277,7 +285,7 @@ class Top:
             pane = self.state.selected_pane()
             if pane is None:
                 return
-            why = why_not_attach(pane)
+            why = why_not_attach(pane, self.state.hosts)
             if why is not None:  # no program to attach to: say why instead of a blank screen
                 self._say(why, "ansiyellow")
                 return
@@ -327,6 +335,9 @@ class Top:
         item = self.state.permissions.get(pane["id"]) or pane.get("pending_decision")
         if not isinstance(item, dict):
             self._say("no pending permission on this pane")
+            return None
+        if pane.get("reachable") is False:
+            self._say(f"host {clean(pane.get('host'))} is unreachable: no answer can reach it")
             return None
         if not item.get("answerable"):
             self._say("read-only: this agent asks in its terminal (enter attaches)", "ansiyellow")

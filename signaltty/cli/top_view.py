@@ -92,6 +92,8 @@ class TopState:
     panes: list[dict[str, Any]] = field(default_factory=list)
     workspaces: dict[str, str] = field(default_factory=dict)
     permissions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # watched hosts by name: ``hosts.list`` items (issue 16), for their targets and states
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
     selected: str | None = None
     scroll: int = 0
     message: str = ""
@@ -215,9 +217,16 @@ def dead_state(p: dict[str, Any]) -> str | None:
     return None
 
 
-def why_not_attach(p: dict[str, Any]) -> str | None:
-    """The footer message for Enter on a pane with no program to attach to, else None.
-    Ids are shortened as `pane list` shows them (at least; a prefix is accepted)."""
+def why_not_attach(p: dict[str, Any], hosts: dict[str, dict[str, Any]] | None = None) -> str | None:
+    """The footer message for Enter on a pane with no program to attach to here, else None:
+    one that has ended, or a watched host's pane (attached through ``--host``: ``hosts`` maps
+    host names to ``hosts.list`` items, for the ssh target to name). Ids are shortened as
+    `pane list` shows them (at least; a prefix is accepted)."""
+    if p.get("host"):
+        host = clean(p["host"], 40)
+        rid = clean(str(p.get("id")).partition("/")[2], 80)[: len("pane_") + 8]
+        target = clean(((hosts or {}).get(str(p["host"])) or {}).get("target"), 200) or host
+        return f"{host}/{rid} runs on {host}: signaltty --host {target} pane attach {rid}"
     dead = dead_state(p)
     if dead is None:
         return None
@@ -334,10 +343,15 @@ def _row(
     life = str(p.get("lifecycle", "unknown"))
     att = str(p.get("attention", "none"))
     dead = dead_state(p)
+    if p.get("reachable") is False:  # a watched host's pane while its link is down
+        dead = "offline"  # (the header says "NAME unreachable"; the column holds 9 cells)
     dim = DEAD_STYLE if dead is not None else ""  # a pane with no program looks dead
     failed = dead is not None and life == "failed"
+    workspace = state.workspaces.get(str(p.get("workspace_id")), "")
+    if p.get("host"):  # another host's workspaces are not in workspace.list: name the host
+        workspace = f"{clean(p['host'], 40)}/"
     cells = {
-        "WORKSPACE": (clean(state.workspaces.get(str(p.get("workspace_id")), "")), dim),
+        "WORKSPACE": (clean(workspace), dim),
         "TITLE": (title, "bold" if att != "none" else dim),
         "LIFECYCLE": (
             (dead, "ansired" if failed else DEAD_STYLE)
@@ -389,6 +403,9 @@ def _header(state: TopState, cols: int, now: float) -> Line:
     parts = [f"{len(state.panes)} pane" + ("" if len(state.panes) == 1 else "s")]
     for att in sorted(needing, key=_rank, reverse=True):
         parts.append(f"{needing[att]} {ATTENTION_LABEL.get(att, clean(att, 20))}")
+    for name, host in sorted(state.hosts.items()):  # watched hosts not connected now
+        if host.get("state") != "connected":
+            parts.append(f"{clean(name, 40)} {clean(host.get('state'), 20)}")
     left = "signaltty top  " + "  ".join(parts)
     clock = datetime.fromtimestamp(now).strftime("%H:%M:%S")
     if not state.connected:
