@@ -104,8 +104,10 @@ def clean_decision(d: object) -> Decision:
     except (KeyError, TypeError, AttributeError, OverflowError) as exc:
         raise ValueError(f"unreadable decision: {type(exc).__name__}") from None
     options = []
-    for o in dec.options[:MAX_OPTIONS]:
-        oid = _text(o.get("id"), 64)
+    raw_options = d.get("options")
+    # the raw list: Decision.from_wire turns a missing id into the option "None"
+    for o in raw_options[:MAX_OPTIONS] if isinstance(raw_options, list) else []:
+        oid = _text(o.get("id"), 64) if isinstance(o, dict) else None
         if oid is None:
             continue
         options.append({"id": oid, "label": _text(o.get("label"), MAX_SHORT) or oid})
@@ -143,6 +145,8 @@ def clean_pane(host: str, d: object) -> Pane:
         raise ValueError(f"unreadable pane record: {type(exc).__name__}") from None
     rid = remote_id(d.get("id"), "pane id")
     wid = remote_id(d.get("workspace_id"), "workspace id")
+    if not isinstance(d.get("argv") or [], list):
+        raise ValueError("argv is not a list")  # from_wire would split a string into letters
     agent_in = raw.agent
     agent = AgentInfo(
         kind=_text(agent_in.kind, MAX_SHORT) or "none",
@@ -164,7 +168,7 @@ def clean_pane(host: str, d: object) -> Pane:
         cols=max(limits.COLS_MIN, min(limits.COLS_MAX, raw.cols)),
         rows=max(limits.ROWS_MIN, min(limits.ROWS_MAX, raw.rows)),
         live=raw.live,
-        exit_code=code if code is None or -(2**31) <= code < 2**31 else None,
+        exit_code=code if type(code) is int and -(2**31) <= code < 2**31 else None,
         restore_state=RestoreState(raw.restore_state),
         agent=agent,
         lifecycle=Lifecycle(raw.lifecycle),

@@ -402,7 +402,9 @@ def withdraws(name: str, payload: dict[str, Any], pane_id: str, decision_id: str
         did = payload.get("decision_id")
         if did is None and isinstance(payload.get("decision"), dict):
             did = payload["decision"].get("id")
-        return decision_id is not None and did == decision_id
+        # the pane too: a watched host's decision may carry the id of one of ours (ids are
+        # the agents' own, Codex numbers them), and must not withdraw our notification
+        return decision_id is not None and did == decision_id and event_pane in (None, pane_id)
     return False
 
 

@@ -55,8 +55,8 @@ class LineTooLong(ConnectionError):
     """The server sent a line longer than ``MAX_SERVER_LINE`` (it is not read further)."""
 
 
-def _too_long() -> LineTooLong:
-    return LineTooLong(f"the server sent a line longer than {MAX_SERVER_LINE} bytes")
+def _too_long(limit: int = MAX_SERVER_LINE) -> LineTooLong:
+    return LineTooLong(f"the server sent a line longer than {limit} bytes")
 
 
 def default_socket(flag: str | None = None) -> str:
@@ -218,16 +218,20 @@ class AsyncClient:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         link: Link | None = None,
+        limit: int = MAX_SERVER_LINE,
     ) -> None:
         self._reader = reader
         self._writer = writer
         self._link = link
+        self._limit = limit
         self.events: deque[dict[str, Any]] = deque()
 
     @classmethod
-    async def connect(cls, path: Target) -> AsyncClient:
+    async def connect(cls, path: Target, limit: int = MAX_SERVER_LINE) -> AsyncClient:
         """Open a connection to ``path`` after authenticating the daemon (a
         :class:`~signaltty.proto.sshlink.Remote`: through ssh, see the module doc).
+        ``limit``: the longest line read from it, bytes (a daemon watching a host it does
+        not trust takes less than ``MAX_SERVER_LINE``).
 
         Raises:
             ConnectError: the socket is missing or refuses the connection.
@@ -239,13 +243,11 @@ class AsyncClient:
         if not isinstance(path, str):
             link = path.open()
             try:
-                reader, writer = await asyncio.open_unix_connection(
-                    sock=link.sock, limit=MAX_SERVER_LINE
-                )
+                reader, writer = await asyncio.open_unix_connection(sock=link.sock, limit=limit)
             except BaseException:
                 link.close()
                 raise
-            return cls(reader, writer, link)
+            return cls(reader, writer, link, limit)
         check_socket_dir(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.setblocking(False)
@@ -261,8 +263,8 @@ class AsyncClient:
         except BaseException:
             sock.close()
             raise
-        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=MAX_SERVER_LINE)
-        return cls(reader, writer)
+        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=limit)
+        return cls(reader, writer, None, limit)
 
     async def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -293,7 +295,7 @@ class AsyncClient:
         """Read the next envelope; ``None`` on EOF.
 
         Raises:
-            LineTooLong: a line longer than ``MAX_SERVER_LINE``.
+            LineTooLong: a line longer than the client's limit (``MAX_SERVER_LINE``).
             LinkError: through ssh, the link ended abnormally.
         """
         import asyncio
@@ -301,7 +303,7 @@ class AsyncClient:
         try:
             line = await self._reader.readline()
         except ValueError:  # asyncio's "separator … limit" for an over-long line
-            raise _too_long() from None
+            raise _too_long(self._limit) from None
         if not line and self._link is not None:
             failure = await asyncio.to_thread(self._link.ended_badly)
             if failure is not None:

@@ -14,15 +14,22 @@ see them.
 
 Trust (issue 16 "Bad input"): what a remote sends is cleaned by ``core.mirror`` (ids plain,
 text sanitized and capped, enums known, at most ``MAX_PANES`` panes); one line is at most
-``proto.client.MAX_SERVER_LINE``. This daemon sends a remote only ``subscribe``, the two
-lists and ``server.status`` on its own; ``decision.answer`` and ``pane.mark_seen`` are sent
-only for a local caller that passed the self-approval guard or a notification button the
-person pressed (``hooks.HookService.answer``). Nothing a remote sends can make this daemon
-answer anything.
+``MAX_LINE``; a line that is no message ends the link (``BadLine``). This daemon sends a
+remote only ``subscribe``, the two lists and ``server.status`` on its own;
+``decision.answer`` and ``pane.mark_seen`` are sent only for a local caller that passed the
+self-approval guard or a notification button the person pressed
+(``hooks.HookService.answer``). Nothing a remote sends can make this daemon answer anything.
 
 Reconnecting: after a link ends the host is ``unreachable`` (its panes stay, marked
 ``reachable: false``) and the next attempt comes after 1, 2, 4 … 60 s; a remote that said
-it restarts in place is tried again after 0.5 s. An unreachable host costs one timer.
+it restarts in place is tried again after 0.5 s (three times in a row at most, so a remote
+that says so and hangs up again and again gets the back-off). An unreachable host costs
+one timer.
+
+Load (hostile-remote attack pass): one line is at most ``MAX_LINE`` (8 MiB), not the
+32 MiB a local client takes; mirrored ``pane.updated`` are coalesced per host (latest wins,
+one per ``UPDATE_WINDOW_S``); a flood of other events costs CPU only, bounded by the link's
+back-pressure (this daemon reads as fast as it applies), and the loop stays responsive.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from signaltty.proto import envelope
 from signaltty.proto.client import AsyncClient, ConnectError, LineTooLong
 from signaltty.proto.envelope import SignalttyError
 from signaltty.proto.sshlink import BadHost, LinkError, Remote
+from signaltty.server.coalesce import Coalescer
 from signaltty.server.config import HostEntry
 from signaltty.server.store import Store
 
@@ -52,11 +60,15 @@ log = structlog.get_logger("signaltty.remote")
 
 BACKOFF_S: Final = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 RESTART_RETRY_S: Final = 0.5
+# quick retries after "server.restarting" in a row without a healthy link: a remote that
+# says it restarts and hangs up, again and again, gets the back-off after these
+QUICK_RETRIES: Final = 3
 HEALTHY_S: Final = 30.0  # a link that lasted this long starts the back-off again from 1 s
 HANDSHAKE_S: Final = 30.0  # ssh login, remote daemon start, subscribe and the two lists
 REQUEST_S: Final = 10.0  # a forwarded answer
 MAX_PANES: Final = 512  # mirrored per host (a daemon's own cap on live panes)
 MAX_WORKSPACES: Final = 512
+UPDATE_WINDOW_S: Final = 0.25  # mirrored pane.updated per host: latest wins (protocol.md §7)
 EVENTS: Final = ["pane.*", "agent.*", "attention.*", "decision.*", "workspace.*", "server.*"]
 # ssh options for a link nobody watches: never prompt, notice a dead peer within ~30 s
 SSH_OPTIONS: Final = (
@@ -68,7 +80,16 @@ SSH_OPTIONS: Final = (
     "ServerAliveCountMax=3",
 )
 _ERROR_CHARS: Final = 400
+# The longest line read from a watched host, bytes: a quarter of what a local client
+# takes (``proto.client.MAX_SERVER_LINE``), because another user's machine may send lines
+# of any length and asyncio holds up to twice the limit per link. The largest line a
+# genuine daemon sends here is pane.list: at most 512 panes of a few KiB each (an 8 KiB
+# decision prompt, a 300-character last message, argv and paths), about 1–3 MiB; a longer
+# one ends the link (the host shows "unreachable" with the reason).
+MAX_LINE: Final = 8 * 1024 * 1024
 _request_ids = itertools.count(1)
+# attention that comes with a pending decision when an agent's hook raised it
+_DECIDED: Final = frozenset({Attention.PERMISSION_REQUIRED, Attention.INPUT_REQUIRED})
 # attention that is announced when a host's panes are first read (not old unread turns)
 _ANNOUNCED_ON_SYNC: Final = frozenset(
     {Attention.PERMISSION_REQUIRED, Attention.INPUT_REQUIRED, Attention.ERROR}
@@ -84,6 +105,10 @@ class RemoteUnreachable(SignalttyError):
             f"host {host} is unreachable" + (f": {why}" if why else ""),
             {"host": host},
         )
+
+
+class BadLine(ConnectionError):
+    """The remote sent a line that is no ``signaltty/1`` message: the link is ended."""
 
 
 @dataclass(slots=True)
@@ -129,6 +154,9 @@ class HostLink:
         self._replies: dict[str, _Reply] = {}
         self._synced = False
         self._restarting = False
+        # mirrored pane.updated, latest wins: local pane id → changed fields not yet published
+        self._updates: dict[str, set[str]] = {}
+        self._coalescer: Coalescer | None = None
         self.task: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------- status
@@ -174,7 +202,7 @@ class HostLink:
 
     async def run(self) -> None:
         """Connect, mirror, and reconnect with back-off, until cancelled."""
-        failures = 0
+        failures = quick = 0
         while True:
             self._set_state("connecting", self.error)
             started = time.monotonic()
@@ -196,29 +224,47 @@ class HostLink:
                 TimeoutError,
                 SignalttyError,
             ) as exc:
+                why = _describe(await self._link_failure(exc))
+            except Exception as exc:  # noqa: BLE001 - a bug must cost a reconnect, not an ssh
+                # left running by a task the supervisor restarts (hostile-remote attack pass)
+                log.exception("remote.session_failed", host=self.name)
                 why = _describe(exc)
             await self._drop()
+            if time.monotonic() - started >= HEALTHY_S:
+                failures = quick = 0
+            if self._restarting and quick < QUICK_RETRIES:
+                delay = RESTART_RETRY_S
+                quick += 1
+            else:
+                delay = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
+                failures += 1
+            self._restarting = False
+            self.attempts += 1
+            self.retry_at = time.time() + delay  # before host.updated, which shows it
+            self._flush_updates()
             self._set_state("unreachable", why)
             for pane in self.panes.values():  # kept, shown as unreachable
                 self._owner.emit(
                     "pane.updated", {"pane": self.wire(pane), "changed": ["reachable"]}
                 )
-            if time.monotonic() - started >= HEALTHY_S:
-                failures = 0
-            if self._restarting:
-                delay = RESTART_RETRY_S
-                self._restarting = False
-            else:
-                delay = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
-                failures += 1
-            self.attempts += 1
-            self.retry_at = time.time() + delay
             log.info("remote.unreachable", host=self.name, error=why, retry_s=delay)
             await asyncio.sleep(delay)
 
+    async def _link_failure(self, exc: BaseException) -> BaseException:
+        """What ssh said, for a write to its ended link ("Connection lost" says nothing: the
+        host did not resolve, the key was refused …); else ``exc``."""
+        link = getattr(self._client, "_link", None)
+        if isinstance(exc, LinkError | LineTooLong | BadLine | TimeoutError) or not isinstance(
+            exc, OSError
+        ):
+            return exc  # the remote's own fault (or silence): ssh runs on, has nothing to add
+        if link is None:
+            return exc
+        return await asyncio.to_thread(link.ended_badly) or exc
+
     async def _session(self) -> None:
         remote = Remote(self.entry.target, self.entry.socket, options=SSH_OPTIONS)
-        self._client = await AsyncClient.connect(remote)
+        self._client = await AsyncClient.connect(remote, limit=MAX_LINE)
         self._synced = False
         reader = asyncio.get_running_loop().create_task(self._read(self._client))
         try:
@@ -239,12 +285,34 @@ class HostLink:
         finally:
             if not reader.done():
                 reader.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await reader
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader  # its error, if any, was passed on through the replies
 
     async def _read(self, client: AsyncClient) -> None:
+        """Apply what the remote sends until the link ends, then fail the requests still
+        waiting with why (the handshake would otherwise wait ``HANDSHAKE_S`` for nothing)."""
+        try:
+            await self._read_lines(client)
+        except Exception as exc:
+            self._fail_replies(exc)
+            raise
+        self._fail_replies(ConnectionError("the remote daemon closed the connection"))
+
+    def _fail_replies(self, exc: Exception) -> None:
+        for reply in self._replies.values():
+            if not reply.future.done():
+                reply.future.set_exception(exc)
+        self._replies.clear()
+
+    async def _read_lines(self, client: AsyncClient) -> None:
         while True:
-            msg = await client.read_message()
+            try:
+                msg = await client.read_message()
+            except (ValueError, TypeError, RecursionError) as exc:
+                # not JSON, not an object (dict() of a list or a number), nested too deep
+                raise BadLine(
+                    f"the remote sent a line that is not a message ({exc!s:.80})"
+                ) from None
             if msg is None:
                 return
             if not isinstance(msg, dict):
@@ -320,6 +388,8 @@ class HostLink:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.task
         await self._drop()
+        if self._coalescer is not None:
+            self._coalescer.cancel()
         for pane_id in list(self.panes):
             self._remove(pane_id)
 
@@ -376,7 +446,19 @@ class HostLink:
             self._owner.warn_once(self.name, "bad_record", error=str(exc)[:200])
             return None
 
+    def _flush_updates(self, pane_id: str | None = None) -> None:
+        """Publish the pending ``pane.updated`` of ``pane_id`` (None: of every pane)."""
+        ids = list(self._updates) if pane_id is None else [pane_id]
+        for pid in ids:
+            changed = self._updates.pop(pid, None)
+            pane = self.panes.get(pid)
+            if changed is not None and pane is not None:
+                self._owner.emit(
+                    "pane.updated", {"pane": self.wire(pane), "changed": sorted(changed)}
+                )
+
     def _remove(self, pane_id: str) -> None:
+        self._updates.pop(pane_id, None)
         if self.panes.pop(pane_id, None) is not None:
             self._owner.emit("pane.closed", {"pane_id": pane_id})
 
@@ -386,7 +468,10 @@ class HostLink:
         try:
             self._apply(name, payload)
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            self._owner.warn_once(self.name, "bad_event", event=name[:60], error=str(exc)[:200])
+            # not event=: structlog's own first argument (the TypeError crashed the link task)
+            self._owner.warn_once(
+                self.name, "bad_event", remote_event=name[:60], error=str(exc)[:200]
+            )
 
     def _apply(self, name: str, payload: dict[str, Any]) -> None:
         if name in ("server.restarting", "server.will_shutdown"):
@@ -410,6 +495,17 @@ class HostLink:
                 self._owner.warn_once(self.name, "too_many_panes")
                 return
             self.panes[pane.id] = pane
+            if name == "pane.updated" and old is not None:
+                # latest wins, published at most every UPDATE_WINDOW_S per host (as a local
+                # pane's title changes are): a remote flooding updates costs the local
+                # subscribers and D-Bus nothing (hostile-remote attack pass)
+                changed = mirror.field_names(payload.get("changed"))
+                self._updates.setdefault(pane.id, set()).update(changed)
+                if self._coalescer is None:
+                    self._coalescer = Coalescer(self._flush_updates, UPDATE_WINDOW_S)
+                self._coalescer.poke()
+                return
+            self._flush_updates(pane.id)
             out: dict[str, Any] = {"pane": self.wire(pane)}
             if name == "pane.updated":
                 out["changed"] = mirror.field_names(payload.get("changed"))
@@ -418,6 +514,7 @@ class HostLink:
             )
             return
         pane_id = mirror.local_id(self.name, mirror.remote_id(payload.get("pane_id"), "pane id"))
+        self._flush_updates(pane_id)  # a transition comes after the record it follows
         if name == "pane.closed":
             self._remove(pane_id)
             return
@@ -457,7 +554,14 @@ class HostLink:
                     "cause": cause,
                 },
             )
-            if value != Attention.NONE:
+            if value in _DECIDED and pane.pending_decision is None:
+                # its decision.created follows in the same write (core/rules.py emits both in
+                # one step) and announces it with the decision's buttons; announcing here as
+                # well would show a notification without them first (with settle_ms = 0). Only
+                # a prompt that has no decision (seen on the screen) is announced from here,
+                # once the lines already read are applied
+                asyncio.get_running_loop().call_soon(self._alert_undecided, pane_id, cause)
+            elif value != Attention.NONE:
                 self._alert(pane, cause)
         elif name == "attention.cleared":
             prev_att = pane.attention
@@ -506,6 +610,11 @@ class HostLink:
             pane.live = False
             pane.exit_code = code if type(code) is int and -(2**31) <= code < 2**31 else None
             self._owner.emit("pane.exited", {"pane_id": pane_id, "code": pane.exit_code})
+
+    def _alert_undecided(self, pane_id: str, cause: str) -> None:
+        pane = self.panes.get(pane_id)
+        if pane is not None and pane.attention in _DECIDED and pane.pending_decision is None:
+            self._alert(pane, cause)
 
     def _alert(self, pane: Pane, cause: str) -> None:
         self._owner.alert(

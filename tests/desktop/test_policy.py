@@ -269,6 +269,9 @@ def test_content_limits_and_sanitizing():
         ("decision.cleared", {"pane_id": "pane_1", "decision_id": "dec_1"}, "dec_1", True),
         ("decision.answered", {"pane_id": "pane_1", "decision_id": "dec_1"}, None, False),
         ("decision.answered", {"pane_id": "pane_1", "decision_id": "dec_9"}, "dec_1", False),
+        # another (watched host's) pane whose decision has the same id
+        ("decision.answered", {"pane_id": "devbox/pane_1", "decision_id": "dec_1"}, "dec_1", False),
+        ("decision.cleared", {"pane_id": "pane_2", "decision_id": "dec_1"}, "dec_1", False),
         ("agent.working", {"pane_id": "pane_1"}, "dec_1", False),
     ],
 )
