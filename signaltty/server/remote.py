@@ -80,6 +80,11 @@ SSH_OPTIONS: Final = (
     "ServerAliveCountMax=3",
 )
 _ERROR_CHARS: Final = 400
+# a host's alerts: this many at once, then this many a second (permission and input prompts
+# past it wait for a token; nothing else is kept): a hostile host cannot flood the desktop,
+# a real one with 30 agents finishing together is not cut
+ALERT_BURST: Final = 30.0
+ALERT_RATE: Final = 2.0
 # The longest line read from a watched host, bytes: a quarter of what a local client
 # takes (``proto.client.MAX_SERVER_LINE``), because another user's machine may send lines
 # of any length and asyncio holds up to twice the limit per link. The largest line a
@@ -157,6 +162,11 @@ class HostLink:
         # mirrored pane.updated, latest wins: local pane id → changed fields not yet published
         self._updates: dict[str, set[str]] = {}
         self._coalescer: Coalescer | None = None
+        # the alert budget (``_alert``): tokens now, when counted, prompts waiting for one
+        self._tokens = ALERT_BURST
+        self._tokens_at = time.monotonic()
+        self._deferred: dict[str, str] = {}
+        self._deferred_handle: asyncio.TimerHandle | None = None
         self.task: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------- status
@@ -390,6 +400,10 @@ class HostLink:
         await self._drop()
         if self._coalescer is not None:
             self._coalescer.cancel()
+        if self._deferred_handle is not None:
+            self._deferred_handle.cancel()
+            self._deferred_handle = None
+        self._deferred.clear()
         for pane_id in list(self.panes):
             self._remove(pane_id)
 
@@ -495,6 +509,14 @@ class HostLink:
                 self._owner.warn_once(self.name, "too_many_panes")
                 return
             self.panes[pane.id] = pane
+            if pane.attention in _ANNOUNCED_ON_SYNC and (
+                old is None
+                or old.attention != pane.attention
+                or _decision_id(old) != _decision_id(pane)
+            ):
+                # a record that brings a prompt without its transition events is announced
+                # like one read at (re)connect: a remote cannot show a decision silently
+                self._alert(pane, _sync_cause(pane))
             if name == "pane.updated" and old is not None:
                 # latest wins, published at most every UPDATE_WINDOW_S per host (as a local
                 # pane's title changes are): a remote flooding updates costs the local
@@ -617,16 +639,43 @@ class HostLink:
             self._alert(pane, cause)
 
     def _alert(self, pane: Pane, cause: str) -> None:
-        self._owner.alert(
-            rules.Alert(
-                pane.id,
-                cause,
-                mirror.severity(pane.attention),
-                None,
-                None,
-                _decision_id(pane) if cause in ("permission", "input") else None,
+        """Announce ``pane`` within the host's alert budget (``ALERT_BURST`` at once, then
+        ``ALERT_RATE`` a second): one host cannot flood the desktop. Past the budget a
+        permission or input prompt waits for the next token (latest per pane, re-checked
+        then); any other alert is dropped."""
+        now = time.monotonic()
+        self._tokens = min(ALERT_BURST, self._tokens + (now - self._tokens_at) * ALERT_RATE)
+        self._tokens_at = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            self._owner.alert(
+                rules.Alert(
+                    pane.id,
+                    cause,
+                    mirror.severity(pane.attention),
+                    None,
+                    None,
+                    _decision_id(pane) if cause in ("permission", "input") else None,
+                )
             )
-        )
+            return
+        self._owner.warn_once(self.name, "alerts_limited", burst=ALERT_BURST, rate=ALERT_RATE)
+        if cause not in ("permission", "input"):
+            return
+        self._deferred[pane.id] = cause
+        if self._deferred_handle is None:
+            wait = (1.0 - self._tokens) / ALERT_RATE
+            self._deferred_handle = asyncio.get_running_loop().call_later(
+                wait, self._alert_deferred
+            )
+
+    def _alert_deferred(self) -> None:
+        self._deferred_handle = None
+        pending, self._deferred = self._deferred, {}
+        for pane_id, cause in pending.items():
+            pane = self.panes.get(pane_id)
+            if pane is not None and pane.attention in _DECIDED:
+                self._alert(pane, cause)  # past the budget again: deferred again
 
 
 def _decision_id(pane: Pane) -> str | None:

@@ -129,9 +129,13 @@ def root() -> Iterator[Path]:
         yield Path(d)
 
 
-def start_local(root: Path, remote: Remote, bus: Any = None) -> DaemonProc:
+def start_local(
+    root: Path, remote: Remote, bus: Any = None, settle_ms: int | None = None
+) -> DaemonProc:
     env = {"SIGNALTTY_SSH_COMMAND": str(remote.ssh)}
     config = '[hosts.devbox]\ntarget = "me@devbox"\n'
+    if settle_ms is not None:
+        config += f"[notifications]\nsettle_ms = {settle_ms}\n"
     if bus is not None:
         return desktop_daemon(root, bus, config, **env)
     d = DaemonProc(root, env)
@@ -637,5 +641,79 @@ def test_a_remote_decision_cannot_withdraw_a_local_notification(
         assert not [c for c in notif_server.calls("CloseNotification") if c[0] == nid]
         assert a.get()["pending_decision"]["id"] == did
         gate.touch()
+    finally:
+        stop_local(d)
+
+
+def test_a_decision_slipped_in_by_a_record_is_announced(
+    root: Path, bus: Any, notif_server: Any
+) -> None:
+    """A ``pane.updated`` record that brings a prompt without its transition events is
+    announced like one read at connect: a remote cannot show a decision silently."""
+    notif_server.reset()
+    asked = decision("dec_9", prompt='Allow Bash?\n{\n  "command": "ls"\n}')
+    slipped = pane(attention="permission_required", pending_decision=asked)
+    remote = Remote(
+        root,
+        {"panes": [pane()], "after": [{"await": "slip"}, ev("pane.updated", {"pane": slipped})]},
+    )
+    d = start_local(root, remote, bus)
+    try:
+        wait_until(lambda: host(d)["state"] == "connected", 20)
+        assert not notif_server.calls("Notify")
+        (root / "remote" / "go-slip").touch()
+        _, info = notif_server.wait_shown(lambda i: "devbox/" in i["summary"], 20)
+        assert "needs approval" in info["summary"]
+        assert "Allow once" in info["actions"]
+        assert remote.methods() <= HANDSHAKE
+    finally:
+        stop_local(d)
+
+
+def test_a_hosts_alerts_are_rate_limited_but_prompts_wait_their_turn(
+    root: Path, bus: Any, notif_server: Any
+) -> None:
+    """40 prompts at once: the first ``ALERT_BURST`` (30) are announced, the others come
+    at ``ALERT_RATE`` (2 a second) after them, none dropped."""
+    notif_server.reset()
+    n = 40
+    steps: list[dict[str, Any]] = [{"await": "flood"}]
+    for i in range(n):
+        steps.append(
+            ev(
+                "pane.updated",
+                {
+                    "pane": pane(
+                        f"pane_{i}",
+                        title=f"api{i}",
+                        attention="permission_required",
+                        pending_decision=decision(f"dec_{i}"),
+                    )
+                },
+            )
+        )
+    steps.append({"sleep": 120})
+    panes = [pane(f"pane_{i}", title=f"api{i}") for i in range(n)]
+    remote = Remote(root, {"panes": panes, "after": steps})
+    d = start_local(root, remote, bus, settle_ms=0)
+    try:
+        wait_until(lambda: len(mirrored(d)) == n, 20)
+        began = time.monotonic()
+        (root / "remote" / "go-flood").touch()
+
+        def announced() -> set[str]:
+            return {
+                args[3]
+                for args in notif_server.calls("Notify")
+                if "devbox/" in args[3] and "needs approval" in args[3]
+            }
+
+        wait_until(lambda: len(announced()) >= 30, 20)
+        elapsed = time.monotonic() - began
+        # never more than the burst plus what the rate allows in the time that passed
+        assert len(announced()) <= 30 + 2 * elapsed + 2
+        # … and the rest are announced, not dropped (the 10 left take about 5 s)
+        wait_until(lambda: len(announced()) >= n, 30)
+        healthy(d)
     finally:
         stop_local(d)
