@@ -10,7 +10,9 @@ the length of the line being relayed is counted, so a line longer than the proto
 ends the bridge (exit 1) instead of being held.
 
 No daemon listening: it is started the way ``signaltty daemon --detach`` starts one, then
-the connection is made. The bridge is started for every ssh connection, so it loads what
+the connection is made — except with ``--no-start`` (what a watching daemon's link runs,
+server/remote.py: watching a host must not bring back a daemon the person shut down), which
+exits 1 saying no daemon runs. The bridge is started for every ssh connection, so it loads what
 the hook reporter loads and ``select`` (no ``socket``, ``json``, ``typing``, ``subprocess``
 unless a daemon must be started).
 
@@ -34,7 +36,7 @@ MAX_SERVER_LINE = 32 * 1024 * 1024
 CHUNK = 1 << 16
 CONNECT_TIMEOUT_S = 5.0
 USAGE = (
-    "usage: signaltty bridge [--socket PATH]\n"
+    "usage: signaltty bridge [--socket PATH] [--no-start]\n"
     "Relay signaltty/1 between stdin/stdout and this host's daemon (started if needed);\n"
     "what `signaltty --host HOST …` runs on HOST through ssh (docs/remote.md).\n"
 )
@@ -49,13 +51,19 @@ def _err(msg: str) -> None:
     sys.stderr.flush()
 
 
-def _parse(argv: list[str]) -> str | None:
-    """The ``--socket`` value from ``argv`` (global options included), or None.
+class NoDaemon(Exception):
+    """``--no-start`` and no daemon listens (exit status 1)."""
+
+
+def _parse(argv: list[str]) -> tuple[str | None, bool]:
+    """``(the --socket value or None, --no-start given)`` from ``argv`` (global options
+    included).
 
     Raises:
         BridgeError: an unknown argument or a missing value.
     """
     flag: str | None = None
+    start = True
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -67,10 +75,12 @@ def _parse(argv: list[str]) -> str | None:
             raise BridgeError("--host does not apply to `bridge`: it serves the host it runs on")
         if arg.startswith("--socket="):
             flag = arg.partition("=")[2]
+        elif arg == "--no-start":
+            start = False
         elif arg != "--json":  # a global option the bridge has no use for
             raise BridgeError(f"unexpected argument {arg!r}")
         i += 1
-    return flag
+    return flag, start
 
 
 def _start_daemon(path: str | None) -> None:
@@ -100,13 +110,13 @@ def _start_daemon(path: str | None) -> None:
         raise BridgeError(f"the daemon did not start (exit status {code})")
 
 
-def _connect(flag: str | None) -> _socket.socket:
-    """A trusted connection to the daemon, started first when nothing listens.
+def _connect(flag: str | None, start: bool = True) -> _socket.socket:
+    """A trusted connection to the daemon, started first when nothing listens (``start``).
 
     Raises:
         connect.UntrustedServer: the socket is not this user's daemon (never started over).
         connect.ConnectError: still no daemon after starting one.
-        BridgeError: the daemon could not be started.
+        BridgeError: the daemon could not be started, or none runs and ``start`` is False.
     """
     path = sockpath.resolve(flag)
     try:
@@ -114,7 +124,11 @@ def _connect(flag: str | None) -> _socket.socket:
     except connect.UntrustedServer:
         raise
     except connect.ConnectError:
-        pass
+        if not start:
+            raise BridgeError(
+                "no signaltty daemon is running on this host (a watching host does not start "
+                "one: `signaltty --host HOST status` or the user service does)"
+            ) from None
     _start_daemon(path if flag else None)
     return connect.open_trusted(path, CONNECT_TIMEOUT_S, _socket.socket)
 
@@ -195,7 +209,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(USAGE)
         return 0
     try:
-        sock = _connect(_parse(argv))
+        sock = _connect(*_parse(argv))
     except (BridgeError, connect.ConnectError) as exc:
         _err(exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
         return 1

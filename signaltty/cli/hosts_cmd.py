@@ -33,6 +33,7 @@ from signaltty.proto.sshlink import BadHost, parse_host
 MAX_TARGET: Final = 1024
 MAX_SOCKET: Final = 4096
 NO_DAEMON: Final = "no daemon is running: the daemon will watch it when it starts"
+FIRST_OUTCOME_S: Final = 15.0  # `add` waits this long for the first connection's outcome
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -57,9 +58,20 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="the daemon's socket on that host, when it is not its default (absolute)",
     )
+    ad.add_argument(
+        "--remote-command",
+        metavar="CMD",
+        help="signaltty's command line on that host when it is not on the PATH of an ssh "
+        "command (e.g. '~/.local/bin/signaltty'; `bridge` is appended)",
+    )
     ad.add_argument("--replace", action="store_true", help="replace an entry of the same name")
     ad.add_argument("--config", help=config_help)
     hs.add_parser("list", parents=[common], help="watched hosts: link state, panes, prompts")
+    hs.add_parser(
+        "reload",
+        parents=[common],
+        help="make the daemon read [hosts] again (after editing config.toml by hand)",
+    )
     rm = hs.add_parser("remove", parents=[common], help="stop watching a host: remove [hosts.NAME]")
     rm.add_argument("name")
     rm.add_argument("--config", help=config_help)
@@ -73,11 +85,13 @@ def run(args: argparse.Namespace) -> int:
     """
     if args.sub == "list":
         return _list(args)
+    if args.sub == "reload":
+        return _reload_cmd(args)
     from signaltty.system import paths
 
     path = paths.config_file(args.config)
     if args.sub == "add":
-        entry = _entry(args.name, args.target, args.remote_socket)
+        entry = _entry(args.name, args.target, args.remote_socket, args.remote_command)
         changed = _edit(path, lambda doc: _add(doc, args.name, entry, args.replace))
         done = f"watching {args.name} ({render.clean(args.target)})"
     else:
@@ -100,6 +114,12 @@ def run(args: argparse.Namespace) -> int:
             )
         for err in reloaded.get("errors") or []:
             lines.append(f"warning: config: {render.clean(err)}")
+        if args.sub == "add" and problem is None:
+            # a typo in the target shows now, not later in `hosts list`
+            first = _first_outcome(args, args.name)
+            out["host"] = first
+            if first is not None:
+                lines.append(f"{args.name}: {_outcome_text(first)}")
     if args.json:
         print(render.dumps(out | ({"error": problem} if problem else {})))
     else:
@@ -122,7 +142,9 @@ def _name(name: str) -> None:
         )
 
 
-def _entry(name: str, target: str, socket: str | None) -> dict[str, str]:
+def _entry(
+    name: str, target: str, socket: str | None, remote_command: str | None = None
+) -> dict[str, str]:
     """The ``[hosts.NAME]`` table, checked as the daemon will check it (server/config.py).
 
     Raises:
@@ -140,6 +162,10 @@ def _entry(name: str, target: str, socket: str | None) -> dict[str, str]:
         if not socket.startswith("/") or "\x00" in socket or len(socket) > MAX_SOCKET:
             raise CliError("--remote-socket must be an absolute path on that host", 2)
         entry["socket"] = socket
+    if remote_command is not None:
+        if not remote_command.strip() or any(c in remote_command for c in "\x00\n\r"):
+            raise CliError("--remote-command must be one non-empty line", 2)
+        entry["remote_command"] = remote_command
     return entry
 
 
@@ -247,6 +273,45 @@ def _reload(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str | None
         return None, f"the daemon did not reload its hosts: {exc.code}: {exc.message}"
     except (OSError, ValueError) as exc:
         return None, f"the daemon did not reload its hosts: {exc}"
+
+
+def _first_outcome(args: argparse.Namespace, name: str) -> dict[str, Any] | None:
+    """The host's ``hosts.list`` item once its first attempt ended (connected or
+    unreachable), or as it is after ``FIRST_OUTCOME_S``; None when the daemon went away."""
+    deadline = time.monotonic() + FIRST_OUTCOME_S
+    try:
+        with Client(default_socket(args.socket)) as cl:
+            while True:
+                hosts = cl.call("hosts.list").get("hosts") or []
+                h = next((x for x in hosts if isinstance(x, dict) and x.get("name") == name), None)
+                if h is None or h.get("state") != "connecting" or time.monotonic() > deadline:
+                    return h
+                time.sleep(0.2)
+    except (ConnectError, SignalttyError, OSError, ValueError):
+        return None
+
+
+def _outcome_text(h: dict[str, Any]) -> str:
+    state = h.get("state")
+    if state == "connected":
+        return f"connected, {h.get('panes', 0)} panes"
+    if state == "unreachable":
+        return f"unreachable: {render.clean(h.get('error') or '?')[:300]} (retrying)"
+    return "still connecting (see `signaltty hosts list`)"
+
+
+def _reload_cmd(args: argparse.Namespace) -> int:
+    """``hosts reload``: the daemon reads ``[hosts]`` again (after a hand edit)."""
+    reloaded, problem = _reload(args)
+    if problem is not None:
+        raise CliError(problem)
+    if reloaded is None:
+        raise CliError("no daemon is running: it reads [hosts] when it starts")
+    if args.json:
+        print(render.dumps(reloaded))
+    else:
+        print(render.block(table(reloaded, time.time())))
+    return 0
 
 
 def _list(args: argparse.Namespace) -> int:

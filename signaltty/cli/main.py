@@ -28,7 +28,7 @@ from signaltty.proto.client import (
 )
 from signaltty.proto.constants import PROTOCOL
 from signaltty.proto.envelope import SignalttyError
-from signaltty.proto.sshlink import BadHost, LinkError, Remote
+from signaltty.proto.sshlink import REMOTE_COMMAND_ENV, BadHost, LinkError, Remote
 
 EXIT_TIMEOUT = 124
 _KEYS_HELP = (
@@ -507,6 +507,34 @@ LOCAL_ONLY = (
 )
 
 
+def _watched_host(name: str) -> tuple[str, str | None, str | None] | None:
+    """``(target, socket, remote_command)`` of ``[hosts.NAME]`` in the default config file,
+    so ``--host devbox`` reaches the host whose panes show as ``devbox/…``; None when
+    ``name`` is no watched host's name (then it is what ssh takes)."""
+    from signaltty.core.mirror import valid_host_name
+
+    if not valid_host_name(name):
+        return None
+    import tomllib
+
+    from signaltty.system import paths
+
+    try:
+        doc = tomllib.loads(paths.config_file(None).read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    hosts = doc.get("hosts")
+    entry = hosts.get(name) if isinstance(hosts, dict) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("target"), str):
+        return None
+    socket, command = entry.get("socket"), entry.get("remote_command")
+    return (
+        entry["target"],
+        socket if isinstance(socket, str) else None,
+        command if isinstance(command, str) else None,
+    )
+
+
 def _target(args: argparse.Namespace) -> str | Remote:
     """The socket path, or the remote host from ``--host`` / ``$SIGNALTTY_HOST`` (issue 16).
 
@@ -525,7 +553,14 @@ def _target(args: argparse.Namespace) -> str | Remote:
         host = os.environ.get("SIGNALTTY_HOST") or None
     if host is None:
         return default_socket(args.socket)
+    watched = _watched_host(host)
     try:
+        if watched is not None:  # a watched host's name: its entry, as the daemon's link
+            target, socket, command = watched
+            env = dict(os.environ)
+            if command:
+                env[REMOTE_COMMAND_ENV] = command
+            return Remote(target, args.socket or socket, environ=env)
         return Remote(host, args.socket)
     except BadHost as exc:
         raise CliError(str(exc), 2) from None
@@ -592,7 +627,8 @@ def _run(args: argparse.Namespace) -> int:
                 args,
                 r,
                 f"restarted in place: pid {r.get('pid')}, signaltty {change}, "
-                f"{r.get('panes_kept')} panes kept (switch {r.get('switch_ms')} ms)",
+                f"{r.get('panes_kept')} pane{'' if r.get('panes_kept') == 1 else 's'} kept "
+                f"(switch {r.get('switch_ms')} ms)",
             )
         if cmd == "shutdown":
             try:
@@ -1234,12 +1270,15 @@ def _permission(args: argparse.Namespace, cl: Client) -> int:
     """``permission list|show|answer`` (integrations.md §4.3)."""
     if args.sub == "show":
         items = cl.call("permission.list", {"pane_id": None})["permissions"]
-        # showing is harmless, so a decision id may be shortened like a pane id
+        # showing is harmless, so a decision id may be shortened like a pane id; a pane
+        # reference matches pane ids only (a watched host may name a decision `pane_…` to
+        # make the person's own request ambiguous: watched-host trust pass, F6)
+        pane_ref = _is_pane_ref(args.target or "")
         found = (
             [
                 x
                 for x in items
-                if str(x["decision_id"]).startswith(args.target)
+                if (not pane_ref and str(x["decision_id"]).startswith(args.target))
                 or str(x["pane_id"]).startswith(args.target)
             ]
             if args.target

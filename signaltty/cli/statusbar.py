@@ -64,8 +64,21 @@ def counts(panes: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], int]]:
     return [(cat, by_attention[cat[0]]) for cat in CATEGORIES if by_attention.get(cat[0])]
 
 
-def _text(found: list[tuple[tuple[str, ...], int]]) -> str:
-    return " · ".join(f"{n} {cat[2]}" for cat, n in found) if found else IDLE[0]
+def offline(panes: list[dict[str, Any]]) -> str:
+    """``" · devbox offline"`` when watched hosts' panes cannot be reached (their prompts
+    cannot be answered from here now), else ``""`` (issue 16)."""
+    hosts = sorted({str(p["host"]) for p in panes if p.get("host") and p.get("reachable") is False})
+    if not hosts:
+        return ""
+    names = ", ".join(sanitize_text(h, 32) for h in hosts[:2])
+    return f" · {names}{' …' if len(hosts) > 2 else ''} offline"
+
+
+def _text(
+    found: list[tuple[tuple[str, ...], int]], panes: list[dict[str, Any]] | None = None
+) -> str:
+    text = " · ".join(f"{n} {cat[2]}" for cat, n in found) if found else IDLE[0]
+    return text + offline(panes or [])
 
 
 def waybar(panes: list[dict[str, Any]]) -> str:
@@ -92,7 +105,7 @@ def waybar(panes: list[dict[str, Any]]) -> str:
         tooltip = f"signaltty: {len(panes)} pane{'' if len(panes) == 1 else 's'}, none needs you"
         cls = IDLE[0]
     share = round(100 * len(needing) / len(panes)) if panes else 0
-    return _waybar_json(_text(found), tooltip, cls, share)
+    return _waybar_json(_text(found, panes), tooltip, cls, share)
 
 
 def _esc(text: str) -> str:
@@ -115,17 +128,18 @@ def i3blocks(panes: list[dict[str, Any]]) -> str:
     """The three i3blocks lines (full_text, short_text, colour) for ``panes``."""
     found = counts(panes)
     if not found:
-        return f"{IDLE[0]}\n{IDLE[0]}\n{IDLE[1]}"
+        return f"{_text(found, panes)}\n{IDLE[0]}\n{IDLE[1]}"
     short = " ".join(f"{cat[3]}{n}" for cat, n in found)
-    return f"{_text(found)}\n{short}\n{found[0][0][4]}"
+    return f"{_text(found, panes)}\n{short}\n{found[0][0][4]}"
 
 
 def tmux(panes: list[dict[str, Any]]) -> str:
     """One tmux status line with ``#[fg=…]`` styles for ``panes``."""
     found = counts(panes)
+    off = offline(panes).replace("#", "##")  # tmux reads #[…] and #(…) in a status line
     if not found:
-        return f"#[fg={IDLE[2]}]{IDLE[0]}#[default]"
-    return " ".join(f"#[fg={cat[5]}]{n} {cat[2]}#[default]" for cat, n in found)
+        return f"#[fg={IDLE[2]}]{IDLE[0]}{off}#[default]"
+    return " ".join(f"#[fg={cat[5]}]{n} {cat[2]}#[default]" for cat, n in found) + off
 
 
 def neutral(fmt: str, state: tuple[str, str, str], why: str) -> str:

@@ -348,8 +348,8 @@ def _row(
     dim = DEAD_STYLE if dead is not None else ""  # a pane with no program looks dead
     failed = dead is not None and life == "failed"
     workspace = state.workspaces.get(str(p.get("workspace_id")), "")
-    if p.get("host"):  # another host's workspaces are not in workspace.list: name the host
-        workspace = f"{clean(p['host'], 40)}/"
+    if p.get("host"):  # another host's workspaces are not in workspace.list: the record's
+        workspace = f"{clean(p['host'], 40)}/{clean(p.get('workspace_name') or '', 60)}"
     cells = {
         "WORKSPACE": (clean(workspace), dim),
         "TITLE": (title, "bold" if att != "none" else dim),

@@ -468,8 +468,14 @@ class Notifier:
                 reason=f"{type(exc).__name__}: {exc}"[:300],
             )
             return
-        # the person's terminal: what runs in it may answer (the self-approval guard)
-        self.host.add_person_process(proc.pid)
+        if snap.host_target is None:
+            # the person's terminal: what runs in it may answer (the self-approval guard)
+            self.host.add_person_process(proc.pid)
+        # A watched host's pane is attached through ``signaltty --host TARGET``: it talks to
+        # that host only, and what it runs (the target from config.toml, ssh obeying
+        # ~/.ssh/config: ProxyCommand, LocalCommand, Match exec) is a pane process's to
+        # write. It stays the daemon's child here (``why = daemon``), never the person's
+        # (watched-host trust pass, F2).
         self._spawn(self._watch_terminal(proc, pane_id))
 
     async def _watch_terminal(self, proc: Any, pane_id: str) -> None:

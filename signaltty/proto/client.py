@@ -286,6 +286,11 @@ class AsyncClient:
         await self._writer.drain()
         return req_id
 
+    def write_nowait(self, data: bytes) -> None:
+        """Queue raw bytes without waiting for the transport to drain (a long-lived
+        connection's small requests, sent from a callback; the caller bounds how many)."""
+        self._writer.write(data)
+
     async def send_raw(self, data: bytes) -> None:
         """Write raw bytes (tests of bad input)."""
         self._writer.write(data)

@@ -52,6 +52,8 @@ class Remote:
             and ssh's environment (default: this process's).
         options: more ssh options, put after ``-T`` (the daemon's watched-host links add
             ``-o BatchMode=yes`` and keep-alives: nobody is there to answer a prompt).
+        bridge_args: more arguments for the remote ``signaltty bridge`` (plain words: they
+            reach the remote shell as they are; a watching daemon passes ``--no-start``).
 
     Raises:
         BadHost: an empty host, one starting with ``-`` (ssh would read an option), one with
@@ -65,6 +67,7 @@ class Remote:
         socket_path: str | None = None,
         environ: dict[str, str] | None = None,
         options: tuple[str, ...] = (),
+        bridge_args: tuple[str, ...] = (),
     ) -> None:
         env = dict(os.environ if environ is None else environ)
         self.environ = environ
@@ -74,7 +77,7 @@ class Remote:
         if not ssh:
             raise ValueError(f"${SSH_COMMAND_ENV} names no command")
         remote = env.get(REMOTE_COMMAND_ENV) or "signaltty"
-        remote_argv = [remote, "bridge"]
+        remote_argv = [remote, "bridge", *bridge_args]
         if socket_path:
             remote_argv += ["--socket", shlex.quote(socket_path)]
         self.argv = [
@@ -195,6 +198,11 @@ class Link:
         why = f"ssh was killed by signal {-code}" if code < 0 else f"ssh exit status {code}"
         said = self.summary()
         return LinkError(f"{self.remote.host}: {said + ' (' + why + ')' if said else why}")
+
+    def forget_stderr(self) -> None:
+        """Drop what ssh and the remote wrote so far (a login banner, the remote daemon's
+        start-up line): a later failure is explained by what came after."""
+        self._stderr.clear()
 
     def summary(self) -> str:
         """The last lines ssh wrote on stderr, printable and short ("" when none)."""

@@ -117,6 +117,9 @@ class HostEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     target: str = Field(min_length=1, max_length=1024)
     socket: str | None = Field(None, min_length=1, max_length=4096)
+    # the remote shell's command line for signaltty there (``bridge …`` is appended), as
+    # $SIGNALTTY_REMOTE_COMMAND is for --host: a pipx/--user install in ~/.local/bin
+    remote_command: str | None = Field(None, min_length=1, max_length=4096)
 
     @field_validator("target")
     @classmethod
@@ -125,6 +128,13 @@ class HostEntry(BaseModel):
             parse_host(value)
         except BadHost as exc:
             raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("remote_command")
+    @classmethod
+    def _remote_command(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or any(c in value for c in "\x00\n\r")):
+            raise ValueError("remote_command must be one non-empty line")
         return value
 
     @field_validator("socket")

@@ -15,7 +15,8 @@ see them.
 Trust (issue 16 "Bad input"): what a remote sends is cleaned by ``core.mirror`` (ids plain,
 text sanitized and capped, enums known, at most ``MAX_PANES`` panes); one line is at most
 ``MAX_LINE``; a line that is no message ends the link (``BadLine``). This daemon sends a
-remote only ``subscribe``, the two lists and ``server.status`` on its own;
+remote only reads on its own (``subscribe``, the two lists, ``pane.get`` after a pane's
+transitions);
 ``decision.answer`` and ``pane.mark_seen`` are sent only for a local caller that passed the
 self-approval guard or a notification button the person pressed
 (``hooks.HookService.answer``). Nothing a remote sends can make this daemon answer anything.
@@ -36,7 +37,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -45,13 +48,13 @@ from typing import Any, Final
 import structlog
 
 from signaltty.core import mirror, rules
-from signaltty.core.model import Pane
+from signaltty.core.model import Decision, Pane
 from signaltty.core.sanitize import sanitize_text
 from signaltty.core.states import Attention, Lifecycle
 from signaltty.proto import envelope
 from signaltty.proto.client import AsyncClient, ConnectError, LineTooLong
 from signaltty.proto.envelope import SignalttyError
-from signaltty.proto.sshlink import BadHost, LinkError, Remote
+from signaltty.proto.sshlink import REMOTE_COMMAND_ENV, BadHost, LinkError, Remote
 from signaltty.server.coalesce import Coalescer
 from signaltty.server.config import HostEntry
 from signaltty.server.store import Store
@@ -69,6 +72,9 @@ REQUEST_S: Final = 10.0  # a forwarded answer
 MAX_PANES: Final = 512  # mirrored per host (a daemon's own cap on live panes)
 MAX_WORKSPACES: Final = 512
 UPDATE_WINDOW_S: Final = 0.25  # mirrored pane.updated per host: latest wins (protocol.md §7)
+# a pane's transitions within this are followed by one pane.get: the events carry the change
+# itself, not what came with it (last message, restore state, the remote's own source)
+REFRESH_S: Final = 0.05
 EVENTS: Final = ["pane.*", "agent.*", "attention.*", "decision.*", "workspace.*", "server.*"]
 # ssh options for a link nobody watches: never prompt, notice a dead peer within ~30 s
 SSH_OPTIONS: Final = (
@@ -167,6 +173,9 @@ class HostLink:
         self._tokens_at = time.monotonic()
         self._deferred: dict[str, str] = {}
         self._deferred_handle: asyncio.TimerHandle | None = None
+        # panes whose transitions came in: read back after REFRESH_S (``_refresh_stale``)
+        self._stale: set[str] = set()
+        self._refresh_handle: asyncio.TimerHandle | None = None
         self.task: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------- status
@@ -198,14 +207,18 @@ class HostLink:
         out["host"] = self.name
         out["reachable"] = self.reachable
         out["authority"] = "none"
+        # its workspace's name: another host's workspaces are not in workspace.list
+        out["workspace_name"] = self.workspaces.get(pane.workspace_id) or None
         return out
 
     def _set_state(self, state: str, error: str | None = None) -> None:
         if state == self.state and error == self.error:
             return
+        if (state == "connected") != (self.state == "connected"):
+            # "since" is when the host came up or went down, not the last attempt's start
+            self.since = time.time()
         self.state = state
         self.error = error
-        self.since = time.time()
         self._owner.emit("host.updated", {"host": self.status()})
 
     # ---------------------------------------------------------------- the loop
@@ -273,7 +286,17 @@ class HostLink:
         return await asyncio.to_thread(link.ended_badly) or exc
 
     async def _session(self) -> None:
-        remote = Remote(self.entry.target, self.entry.socket, options=SSH_OPTIONS)
+        environ = None
+        if self.entry.remote_command:
+            environ = dict(os.environ, **{REMOTE_COMMAND_ENV: self.entry.remote_command})
+        remote = Remote(
+            self.entry.target,
+            self.entry.socket,
+            environ=environ,
+            options=SSH_OPTIONS,
+            # watching must not bring back a daemon the person shut down
+            bridge_args=("--no-start",),
+        )
         self._client = await AsyncClient.connect(remote, limit=MAX_LINE)
         self._synced = False
         reader = asyncio.get_running_loop().create_task(self._read(self._client))
@@ -285,6 +308,9 @@ class HostLink:
             self.connects += 1
             self.connected_at = time.time()
             self.retry_at = None
+            link = getattr(self._client, "_link", None)
+            if link is not None:  # a later failure is explained by what ssh says from now on
+                link.forget_stderr()
             self._set_state("connected")
             for pane in self.panes.values():
                 self._owner.emit(
@@ -383,6 +409,10 @@ class HostLink:
     async def _drop(self) -> None:
         client, self._client = self._client, None
         self._synced = False
+        if self._refresh_handle is not None:  # a reconnect reads the whole list anyway
+            self._refresh_handle.cancel()
+            self._refresh_handle = None
+        self._stale.clear()
         for reply in self._replies.values():
             if not reply.future.done():
                 reply.future.set_exception(RemoteUnreachable(self.name, "the link ended"))
@@ -443,10 +473,12 @@ class HostLink:
                 "pane.created" if old is None else "pane.updated",
                 {"pane": self.wire(pane)} | ({} if old is None else {"changed": ["sync"]}),
             )
+            reasked = self._reasked(old, pane)
             if pane.attention in _ANNOUNCED_ON_SYNC and (
                 old is None
                 or old.attention != pane.attention
                 or _decision_id(old) != _decision_id(pane)
+                or reasked
             ):
                 self._alert(pane, _sync_cause(pane))
         for pane_id in [p for p in self.panes if p not in seen]:
@@ -470,6 +502,43 @@ class HostLink:
                 self._owner.emit(
                     "pane.updated", {"pane": self.wire(pane), "changed": sorted(changed)}
                 )
+
+    def _reasked(self, old: Pane | None, new: Pane) -> bool:
+        """Whether ``new`` keeps ``old``'s pending decision id but asks something else; if
+        so the question shown for that id is withdrawn first (``_withdraw_question``).
+
+        A button answers a decision by its id (the notification's, while it is the pending
+        one). When the other end of the link changes — a pane process points the ssh alias
+        elsewhere and kills the daemon's ssh, a daemon restarted and numbered a new request
+        like the old one — or a record is simply replaced, the same ids may ask for another
+        command: the notification the person read must not stay up with buttons that now
+        answer a question nobody was shown (watched-host trust pass, F1).
+        """
+        if old is None or old.pending_decision is None or new.pending_decision is None:
+            return False
+        if old.pending_decision.id != new.pending_decision.id:
+            return False
+        if _same_question(old.pending_decision, new.pending_decision):
+            return False
+        self._withdraw_question(new.id, new.pending_decision.id)
+        self._owner.emit(
+            "decision.created",
+            {
+                "pane_id": new.id,
+                "decision": new.pending_decision.to_wire(),
+                "prev": new.pending_decision.id,
+            },
+        )
+        return True
+
+    def _withdraw_question(self, pane_id: str, decision_id: str) -> None:
+        """The question shown for ``decision_id`` on ``pane_id`` is gone (its notification
+        is withdrawn, ``desktop.policy.withdraws``): the same id now asks something else."""
+        log.warning("remote.decision_changed", host=self.name, pane_id=pane_id)
+        self._owner.emit(
+            "decision.cleared",
+            {"pane_id": pane_id, "decision_id": decision_id, "reason": "changed"},
+        )
 
     def _remove(self, pane_id: str) -> None:
         self._updates.pop(pane_id, None)
@@ -509,10 +578,12 @@ class HostLink:
                 self._owner.warn_once(self.name, "too_many_panes")
                 return
             self.panes[pane.id] = pane
+            reasked = self._reasked(old, pane)
             if pane.attention in _ANNOUNCED_ON_SYNC and (
                 old is None
                 or old.attention != pane.attention
                 or _decision_id(old) != _decision_id(pane)
+                or reasked
             ):
                 # a record that brings a prompt without its transition events is announced
                 # like one read at (re)connect: a remote cannot show a decision silently
@@ -543,6 +614,8 @@ class HostLink:
         pane = self.panes.get(pane_id)
         if pane is None:
             return  # a pane the list did not name: its pane.created comes first
+        if name.startswith(("agent.", "attention.", "decision.")) or name == "pane.exited":
+            self._mark_stale(pane_id)
         if name.startswith("agent."):
             value = mirror.enum_value(Lifecycle, payload.get("lifecycle"))
             prev = pane.lifecycle
@@ -605,6 +678,8 @@ class HostLink:
         elif name == "decision.created":
             dec = mirror.clean_decision(payload.get("decision"))
             prev_id = _decision_id(pane)
+            if prev_id == dec.id and not _same_question(pane.pending_decision, dec):
+                self._withdraw_question(pane_id, dec.id)
             pane.pending_decision = dec
             self._owner.emit(
                 "decision.created", {"pane_id": pane_id, "decision": dec.to_wire(), "prev": prev_id}
@@ -632,6 +707,44 @@ class HostLink:
             pane.live = False
             pane.exit_code = code if type(code) is int and -(2**31) <= code < 2**31 else None
             self._owner.emit("pane.exited", {"pane_id": pane_id, "code": pane.exit_code})
+
+    def _mark_stale(self, pane_id: str) -> None:
+        self._stale.add(pane_id)
+        if self._refresh_handle is None:
+            loop = asyncio.get_running_loop()
+            self._refresh_handle = loop.call_later(REFRESH_S, self._refresh_stale)
+
+    def _refresh_stale(self) -> None:
+        """Read back the panes whose transitions came in (``pane.get``, answered in order on
+        the link and applied as a record: ``_refreshed``)."""
+        self._refresh_handle = None
+        stale, self._stale = self._stale, set()
+        client = self._client
+        if client is None or not self._synced:
+            return  # a reconnect reads the whole list anyway
+        loop = asyncio.get_running_loop()
+        for pane_id in stale:
+            if pane_id not in self.panes:
+                continue
+            future: asyncio.Future[dict[str, Any]] = loop.create_future()
+            # no one awaits it: a pane closed meanwhile (NO_SUCH_PANE) is no error
+            future.add_done_callback(lambda f: f.cancelled() or f.exception())
+            req_id = f"h{next(_request_ids)}"
+            self._replies[req_id] = _Reply(future, functools.partial(self._refreshed, pane_id))
+            rid = pane_id.partition(mirror.SEP)[2]
+            client.write_nowait(
+                envelope.encode(envelope.request(req_id, "pane.get", {"pane_id": rid}))
+            )
+
+    def _refreshed(self, pane_id: str, result: dict[str, Any]) -> None:
+        record = result.get("pane")
+        pane = self._clean(record)
+        old = self.panes.get(pane_id)
+        if pane is None or old is None or pane.id != pane_id:
+            return
+        if pane.to_wire() == old.to_wire():
+            return
+        self._on_event("pane.updated", {"pane": record, "changed": ["refresh"]})
 
     def _alert_undecided(self, pane_id: str, cause: str) -> None:
         pane = self.panes.get(pane_id)
@@ -676,6 +789,20 @@ class HostLink:
             pane = self.panes.get(pane_id)
             if pane is not None and pane.attention in _DECIDED:
                 self._alert(pane, cause)  # past the budget again: deferred again
+
+
+def _same_question(a: Decision | None, b: Decision) -> bool:
+    """Whether two mirrored decisions ask the same: what a notification shows and what its
+    buttons approve (prompt, tool, agent, options), not times or deadlines."""
+    if a is None:
+        return False
+    return (a.prompt, a.tool_name, a.agent, a.native, a.options) == (
+        b.prompt,
+        b.tool_name,
+        b.agent,
+        b.native,
+        b.options,
+    )
 
 
 def _decision_id(pane: Pane) -> str | None:

@@ -100,11 +100,11 @@ class Router:
                 hydration=hydration,
                 detection=detection,
             ),
-            PaneHandlers(panes=panes, sweep=sweep, remote=remote),
+            PaneHandlers(panes=panes, sweep=sweep, remote=remote, origin=hooks.origin),
             OutputHandlers(panes=panes, config=config),
             self.events,
             DecisionHandlers(panes=panes, hooks=hooks, remote=remote),
-            HostsHandlers(remote=remote, control=control),
+            HostsHandlers(remote=remote, control=control, origin=hooks.origin),
             AgentHandlers(
                 catalogs=catalogs, hydration=hydration, control=control, detection=detection
             ),

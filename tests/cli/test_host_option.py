@@ -172,3 +172,14 @@ def test_top_through_the_link_answers_a_permission(daemon):
     finally:
         t.close()
     assert len(_calls(log)) == 2  # its stream and its request connection, each one ssh
+
+
+def test_a_watched_host_name_is_a_host_value(daemon):
+    """``--host NAME`` with a ``[hosts.NAME]`` entry uses its target and remote command
+    (what the daemon's own link uses), so ``devbox/pane_…`` ids and ``--host devbox`` agree."""
+    env, log = _logging_ssh(daemon)
+    daemon.write_config('[hosts.dbx]\ntarget = "me@devbox:2222"\nremote_command = "~/bin/st"\n')
+    _cli(env, "--host", "dbx", "status")
+    assert _calls(log)[-1] == "-o Opt=1 -T -p 2222 me@devbox ~/bin/st bridge"
+    _cli(env, "--host", "other", "status")  # no entry: what ssh takes
+    assert _calls(log)[-1] == "-o Opt=1 -T other signaltty bridge"

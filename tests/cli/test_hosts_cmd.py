@@ -277,7 +277,7 @@ def test_top_across_a_watched_host(pair) -> None:
     try:
         t.wait(lambda: "make far" in t.text(), "the remote prompt is not shown")
         row = t.selected()
-        assert row.split()[1] == "devbox/"
+        assert row.split()[1] == "devbox/claude"  # the host, then its workspace's name
         # Enter cannot attach here: it says the command that does
         t.press(b"\r")
         t.wait_text("signaltty --host me@devbox pane attach")
@@ -295,3 +295,25 @@ def test_top_across_a_watched_host(pair) -> None:
         assert t.proc.wait(10) == 0
     finally:
         t.close()
+
+
+def test_add_says_the_first_outcome_and_reload_reads_a_hand_edit(pair) -> None:
+    local, _remote = pair
+    ok = local.cli("hosts", "add", "devbox", "me@devbox")
+    assert ok.returncode == 0, ok.stderr
+    assert "devbox: connected, 0 panes" in ok.stdout
+    # a socket that is not there: the first attempt fails, and `add` says so at once
+    bad = local.cli("hosts", "add", "broken", "me@devbox", "--remote-socket", "/nonexistent/s")
+    assert bad.returncode == 0, bad.stderr
+    assert "broken: unreachable: " in bad.stdout
+    # the person deletes the entry by hand; `hosts reload` makes the daemon read it again
+    path = _config(local)
+    text = path.read_text()
+    start = text.index("[hosts.broken]")
+    path.write_text(text[:start] + text[text.index("\n\n", start) + 2 :])
+    assert set(_hosts(local)) == {"devbox", "broken"}
+    r = local.cli("hosts", "reload")
+    assert r.returncode == 0, r.stderr
+    assert "devbox" in r.stdout
+    assert "broken" not in r.stdout
+    assert set(_hosts(local)) == {"devbox"}

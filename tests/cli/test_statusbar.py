@@ -136,3 +136,20 @@ def test_status_without_format_is_unchanged(daemon):
     r = daemon.cli("status", "--format", "polybar")
     assert r.returncode == 2
     assert "invalid choice" in r.stderr
+
+
+def test_an_unreachable_watched_host_is_said_in_every_format() -> None:
+    """A watched host's prompt that cannot be answered now (issue 16): the bar says the host
+    is offline instead of only counting it."""
+    from signaltty.cli import statusbar
+
+    panes = [
+        {"id": "devbox/pane_1", "host": "devbox", "reachable": False, "attention": "none"},
+        {"id": "pane_2", "attention": "permission_required", "title": "api"},
+    ]
+    assert statusbar.tmux(panes).endswith(" · devbox offline")
+    assert statusbar.i3blocks(panes).splitlines()[0] == "1 perm · devbox offline"
+    assert "devbox offline" in json.loads(statusbar.waybar(panes))["text"]
+    for p in panes:
+        p["reachable"] = True
+    assert "offline" not in statusbar.tmux(panes)

@@ -265,7 +265,7 @@ class Remote:
         for proc in self.user_procs():
             with contextlib.suppress(psutil.Error):
                 cmd = proc.cmdline()
-                if "-m" in cmd and cmd[-1:] == ["bridge"]:
+                if "-m" in cmd and "bridge" in cmd:  # `bridge` or a watcher's `bridge --no-start`
                     found.append(proc)
         return found
 

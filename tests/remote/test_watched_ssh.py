@@ -54,6 +54,8 @@ def local(
     tmp_root: Path, remote: Remote, bus: PrivateBus, notif_server: NotificationServer
 ) -> Iterator[DaemonProc]:
     notif_server.reset()
+    # watching never starts a daemon over there (bridge --no-start): a --host command does
+    remote.json("status")
     d = watching(tmp_root, remote, bus)
     try:
         yield d
@@ -206,7 +208,14 @@ def test_the_remote_daemon_restarted_or_stopped_and_started(
         assert r.returncode == 0, (r.stderr, remote.log())
         gone = until_event(sub, host_state("unreachable"))
         assert gone["host"]["error"]
-        # the next attempt's bridge starts the remote daemon on demand, as any client's does
+        # watching does not bring it back (bridge --no-start): the next attempt says so …
+        wait_until(
+            lambda: "no signaltty daemon" in (host(local)["error"] or ""),
+            LINK_S,
+            what="the no-daemon reason",
+        )
+        # … and a --host command, which starts one on demand, does
+        remote.json("status")
         until_event(sub, host_state("connected"))
     assert remote.json("status")["pid"] != pid
     assert host(local)["connects"] == 3

@@ -35,7 +35,9 @@ from tests.desktop.conftest import notif_server as notif_server
 from tests.server.test_trust_answers import REFUSAL, _answer_from_pane
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "hostile_remote.py"
-HANDSHAKE = {"subscribe", "workspace.list", "pane.list"}
+# what the local daemon sends on its own: reads only (pane.get reads a pane back after its
+# transitions)
+HANDSHAKE = {"subscribe", "workspace.list", "pane.list", "pane.get"}
 PROMPT_S = 1.5  # server.status under attack (generous: 2 shared cores)
 # what no mirrored text may contain: C0 (but \n \t in multi-line text), DEL, C1, bidi
 # overrides and isolates, zero-width and other invisible format characters

@@ -26,14 +26,16 @@ PY = sys.executable
 
 
 def stand_in_ssh(root: Path, remote: DaemonProc, log: Path | None = None) -> str:
-    """A program taking ssh's arguments that runs ``signaltty bridge`` for ``remote``."""
+    """A program taking ssh's arguments that runs the remote command's ``bridge …`` (the
+    words after it, ``--no-start`` included) for ``remote``."""
     prog = root / "fake-ssh"
     record = f'printf "%s\\n" "$*" >>{log}\n' if log is not None else ""
     prog.write_text(
         "#!/bin/sh\n"
         + record
+        + 'while [ "$#" -gt 0 ] && [ "$1" != bridge ]; do shift; done\n'
         + f"exec env SIGNALTTY_SOCKET={remote.socket} XDG_RUNTIME_DIR={remote.root / 'run'} "
-        f"{PY} -m signaltty bridge\n"
+        f'{PY} -m signaltty "$@"\n'
     )
     prog.chmod(0o755)
     return str(prog)
@@ -119,6 +121,12 @@ def test_remote_panes_are_mirrored_and_answered_here(pair) -> None:
     wait_until(
         lambda: local.call("pane.get", {"pane_id": mid})["pane"]["pending_decision"] is None, 10
     )
+    # what came with the answer but has no event of its own (the last message) is read back
+    theirs = agent.get()["last_message"]
+    assert theirs
+    wait_until(
+        lambda: local.call("pane.get", {"pane_id": mid})["pane"]["last_message"] == theirs, 10
+    )
     # one ssh connection for the host, however many requests went over it
     assert len(log.read_text().splitlines()) == 1
     assert "BatchMode=yes" in log.read_text()
@@ -135,6 +143,13 @@ def test_the_remote_daemon_going_away_and_coming_back(pair) -> None:
     assert h["retry_at"]
     [p] = _mirrored(local)  # kept, shown as unreachable
     assert p["reachable"] is False
+    # watching does not bring the daemon back (bridge --no-start): the next attempt says so,
+    # and "since" is still when the host went down, not when that attempt began
+    later = wait_until(
+        lambda: (x := _host(local))["error"] and "no signaltty daemon" in x["error"] and x, 20
+    )
+    assert later["since"] == h["since"]
+    assert not Path(remote.socket).exists()
     with pytest.raises(SignalttyError) as err:
         local.call("decision.answer", {"pane_id": p["id"], "verdict": "allow"})
     assert err.value.code == "NO_SUCH_DECISION"
@@ -143,6 +158,32 @@ def test_the_remote_daemon_going_away_and_coming_back(pair) -> None:
     # the restarted daemon restored its pane (or not): the mirror follows its list
     wait_until(lambda: all(x["reachable"] for x in _mirrored(local)), 10)
     assert _host(local)["connects"] == 2
+
+
+def test_a_remote_program_that_ends_is_mirrored_as_the_remote_sees_it(pair) -> None:
+    local, remote, _ = pair
+    wait_until(lambda: _host(local)["state"] == "connected", 20)
+    pane = _spawn(remote, ["sh", "-c", "exit 3"])
+    mid = f"devbox/{pane['id']}"
+    theirs = wait_until(
+        lambda: (
+            (x := remote.call("pane.get", {"pane_id": pane["id"]})["pane"])["live"]["state"]
+            == "exited"
+            and x
+        ),
+        10,
+    )
+    ours = wait_until(
+        lambda: (
+            (x := local.call("pane.get", {"pane_id": mid})["pane"])["restore_state"]
+            == theirs["restore_state"]
+            and x
+        ),
+        10,
+    )
+    assert ours["live"] == {"state": "exited", "code": 3}
+    assert ours["lifecycle"] == theirs["lifecycle"]
+    assert ours["workspace_name"] == "api"
 
 
 def test_hosts_reload_adds_and_removes(pair) -> None:
@@ -166,3 +207,16 @@ def test_hosts_reload_adds_and_removes(pair) -> None:
         c for c in psutil.Process(local.proc.pid).children() if "fake-ssh" in " ".join(c.cmdline())
     ]
     assert len(ssh) <= 1
+
+
+def test_a_hosts_remote_command_and_no_start(pair) -> None:
+    """``remote_command`` is the remote shell's command for signaltty on that link; the
+    link's bridge never starts a daemon (``--no-start``)."""
+    local, _remote, log = pair
+    wait_until(lambda: _host(local)["state"] == "connected", 20)
+    local.write_config('[hosts.devbox]\ntarget = "me@devbox"\nremote_command = "~/bin/st"\n')
+    local.call("hosts.reload")
+    wait_until(lambda: _host(local)["connects"] == 1 and _host(local)["state"] == "connected", 20)
+    first, last = log.read_text().splitlines()[0], log.read_text().splitlines()[-1]
+    assert first.endswith(" me@devbox signaltty bridge --no-start")
+    assert last.endswith(" me@devbox ~/bin/st bridge --no-start")

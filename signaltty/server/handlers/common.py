@@ -10,6 +10,8 @@ from typing import Any, Protocol
 from signaltty.core import limits, mirror, rules
 from signaltty.core.model import Pane, Workspace
 from signaltty.proto.envelope import SignalttyError
+from signaltty.server.ancestry import Origin
+from signaltty.server.hooks import Caller
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.ports import Client, Control, Runtimes
 from signaltty.server.remote import RemoteHosts
@@ -17,6 +19,27 @@ from signaltty.server.store import Store
 
 # One method: (the calling connection or None, validated params) → result dict.
 Handler = Callable[[Client | None, Any], Awaitable[dict[str, Any]]]
+# Where a caller runs: the self-approval guard's trace (``HookService.origin``).
+OriginOf = Callable[[Caller], Awaitable[Origin]]
+
+
+async def refuse_inside_panes(origin: OriginOf, conn: Client | None, what: str) -> None:
+    """Refuse a socket caller that runs inside one of our panes (``conn`` None: the
+    daemon's own surfaces, allowed).
+
+    Raises:
+        SignalttyError: ``FORBIDDEN`` (details ``why``, ``caller_pane``), the message
+            saying ``what`` is refused and to run it from the person's own terminal.
+    """
+    if conn is None:
+        return
+    found = await origin(Caller("socket", conn.peer_pid, conn.peer_ref))
+    if found.inside:
+        raise SignalttyError(
+            "FORBIDDEN",
+            f"processes inside signaltty panes cannot {what}: run it from your own terminal",
+            {"why": found.why, "caller_pane": found.pane_id},
+        )
 
 
 class Namespace(Protocol):
@@ -80,8 +103,9 @@ class Panes:
                 rid = pane_id.partition(mirror.SEP)[2]
                 raise SignalttyError(
                     "NO_SUCH_PANE",
-                    f"{pane_id} is a pane of host {link.name}, watched read-only here: run "
-                    f"`signaltty --host {link.entry.target} …` with pane id {rid}",
+                    f"{pane_id} is a pane of host {link.name}, watched read-only here: add "
+                    f"`--host {link.entry.target}` and give the pane as {rid} (e.g. "
+                    f"`signaltty --host {link.entry.target} pane attach {rid}`)",
                     {"host": link.name, "remote_pane_id": rid},
                 )
             raise SignalttyError("NO_SUCH_PANE", f"no such pane: {pane_id}")

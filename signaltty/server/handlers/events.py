@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from signaltty.core import limits, rules, waits
@@ -16,16 +15,13 @@ from signaltty.core.sanitize import sanitize_text
 from signaltty.core.states import ATTENTION_RANK, Attention
 from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
-from signaltty.server.ancestry import Origin
 from signaltty.server.bus import glob_match
-from signaltty.server.handlers.common import Handler, Panes
+from signaltty.server.handlers.common import Handler, OriginOf, Panes
 from signaltty.server.hooks import Caller
 from signaltty.server.ports import Client
 
+
 # The self-approval guard's pane-origin walk (``HookService.origin``).
-OriginOf = Callable[[Caller], Awaitable[Origin]]
-
-
 class EventHandlers:
     """Notifications, subscriptions, waits and attention ranking."""
 

@@ -13,7 +13,14 @@ from signaltty.core.model import Pane
 from signaltty.proto import params as P
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server.handlers import submit
-from signaltty.server.handlers.common import Handler, Panes, clamp_size, parse_signal
+from signaltty.server.handlers.common import (
+    Handler,
+    OriginOf,
+    Panes,
+    clamp_size,
+    parse_signal,
+    refuse_inside_panes,
+)
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.ports import Client
 from signaltty.server.remote import RemoteHosts
@@ -28,7 +35,10 @@ class Explainer(Protocol):
 class PaneHandlers:
     """The ``pane.*`` methods that neither start processes nor read output."""
 
-    def __init__(self, *, panes: Panes, sweep: Explainer, remote: RemoteHosts) -> None:
+    def __init__(
+        self, *, panes: Panes, sweep: Explainer, remote: RemoteHosts, origin: OriginOf
+    ) -> None:
+        self._origin = origin
         self.panes = panes
         self.store = panes.store
         self.sweep = sweep
@@ -115,6 +125,9 @@ class PaneHandlers:
 
     async def mark_seen(self, conn: Client | None, p: P.PaneRef) -> dict[str, Any]:
         if self.remote.find(p.pane_id) is not None:
+            # the remote takes it as the person's (an ssh login): a pane process must not
+            # clear another host's alerts for them (watched-host trust pass, F3)
+            await refuse_inside_panes(self._origin, conn, "mark another host's pane seen")
             return await self.remote.mark_seen(p.pane_id)
         pane = self.panes.pane(p.pane_id)
         self.store.apply(rules.mark_seen(pane, "mark_seen", now=self.store.now()))
