@@ -1,5 +1,9 @@
 """Hosts this daemon watches over ssh: one bridge per host, their panes mirrored read-only.
 
+This module owns the links (ssh, the handshake, requests, reconnecting) and the hosts as a
+whole (``RemoteHosts``: config, lookups, forwarded answers); what arrives over a link is
+applied by its ``remote_mirror.HostMirror``.
+
 For every ``[hosts.NAME]`` of the config (``signaltty hosts add``; docs/remote.md "Watched
 hosts") one supervised task keeps one ``ssh … signaltty bridge`` connection to that host's
 daemon, however many panes it has. On connecting it subscribes to the state events and
@@ -37,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
 import os
 import time
@@ -48,15 +51,15 @@ from typing import Any, Final
 import structlog
 
 from signaltty.core import mirror, rules
-from signaltty.core.model import Decision, Pane
+from signaltty.core.model import Pane
 from signaltty.core.sanitize import sanitize_text
-from signaltty.core.states import Attention, Lifecycle
+from signaltty.core.states import Attention
 from signaltty.proto import envelope
 from signaltty.proto.client import AsyncClient, ConnectError, LineTooLong
 from signaltty.proto.envelope import SignalttyError
 from signaltty.proto.sshlink import REMOTE_COMMAND_ENV, BadHost, LinkError, Remote
-from signaltty.server.coalesce import Coalescer
 from signaltty.server.config import HostEntry
+from signaltty.server.remote_mirror import HostMirror
 from signaltty.server.store import Store
 
 log = structlog.get_logger("signaltty.remote")
@@ -69,12 +72,6 @@ QUICK_RETRIES: Final = 3
 HEALTHY_S: Final = 30.0  # a link that lasted this long starts the back-off again from 1 s
 HANDSHAKE_S: Final = 30.0  # ssh login, remote daemon start, subscribe and the two lists
 REQUEST_S: Final = 10.0  # a forwarded answer
-MAX_PANES: Final = 512  # mirrored per host (a daemon's own cap on live panes)
-MAX_WORKSPACES: Final = 512
-UPDATE_WINDOW_S: Final = 0.25  # mirrored pane.updated per host: latest wins (protocol.md §7)
-# a pane's transitions within this are followed by one pane.get: the events carry the change
-# itself, not what came with it (last message, restore state, the remote's own source)
-REFRESH_S: Final = 0.05
 EVENTS: Final = ["pane.*", "agent.*", "attention.*", "decision.*", "workspace.*", "server.*"]
 # ssh options for a link nobody watches: never prompt, notice a dead peer within ~30 s
 SSH_OPTIONS: Final = (
@@ -86,11 +83,6 @@ SSH_OPTIONS: Final = (
     "ServerAliveCountMax=3",
 )
 _ERROR_CHARS: Final = 400
-# a host's alerts: this many at once, then this many a second (permission and input prompts
-# past it wait for a token; nothing else is kept): a hostile host cannot flood the desktop,
-# a real one with 30 agents finishing together is not cut
-ALERT_BURST: Final = 30.0
-ALERT_RATE: Final = 2.0
 # The longest line read from a watched host, bytes: a quarter of what a local client
 # takes (``proto.client.MAX_SERVER_LINE``), because another user's machine may send lines
 # of any length and asyncio holds up to twice the limit per link. The largest line a
@@ -99,12 +91,6 @@ ALERT_RATE: Final = 2.0
 # one ends the link (the host shows "unreachable" with the reason).
 MAX_LINE: Final = 8 * 1024 * 1024
 _request_ids = itertools.count(1)
-# attention that comes with a pending decision when an agent's hook raised it
-_DECIDED: Final = frozenset({Attention.PERMISSION_REQUIRED, Attention.INPUT_REQUIRED})
-# attention that is announced when a host's panes are first read (not old unread turns)
-_ANNOUNCED_ON_SYNC: Final = frozenset(
-    {Attention.PERMISSION_REQUIRED, Attention.INPUT_REQUIRED, Attention.ERROR}
-)
 
 
 class RemoteUnreachable(SignalttyError):
@@ -159,23 +145,10 @@ class HostLink:
         self.retry_at: float | None = None
         self.attempts = 0
         self.connects = 0
-        self.panes: dict[str, Pane] = {}
-        self.workspaces: dict[str, str] = {}  # local workspace id → name
         self._client: AsyncClient | None = None
         self._replies: dict[str, _Reply] = {}
-        self._synced = False
         self._restarting = False
-        # mirrored pane.updated, latest wins: local pane id → changed fields not yet published
-        self._updates: dict[str, set[str]] = {}
-        self._coalescer: Coalescer | None = None
-        # the alert budget (``_alert``): tokens now, when counted, prompts waiting for one
-        self._tokens = ALERT_BURST
-        self._tokens_at = time.monotonic()
-        self._deferred: dict[str, str] = {}
-        self._deferred_handle: asyncio.TimerHandle | None = None
-        # panes whose transitions came in: read back after REFRESH_S (``_refresh_stale``)
-        self._stale: set[str] = set()
-        self._refresh_handle: asyncio.TimerHandle | None = None
+        self.mirror = HostMirror(name, owner, self)
         self.task: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------- status
@@ -183,6 +156,16 @@ class HostLink:
     @property
     def reachable(self) -> bool:
         return self.state == "connected"
+
+    @property
+    def panes(self) -> dict[str, Pane]:
+        """Local id (``NAME/pane_…``) → the mirrored record (read only)."""
+        return self.mirror.panes
+
+    @property
+    def workspaces(self) -> dict[str, str]:
+        """Local workspace id → its name."""
+        return self.mirror.workspaces
 
     def status(self) -> dict[str, Any]:
         """``server.status.hosts[]`` / ``hosts.list`` item (protocol.md §6 ``hosts.list``)."""
@@ -202,14 +185,8 @@ class HostLink:
         }
 
     def wire(self, pane: Pane) -> dict[str, Any]:
-        """A mirrored pane as a protocol Pane, plus ``host`` and ``reachable``."""
-        out = pane.to_wire()
-        out["host"] = self.name
-        out["reachable"] = self.reachable
-        out["authority"] = "none"
-        # its workspace's name: another host's workspaces are not in workspace.list
-        out["workspace_name"] = self.workspaces.get(pane.workspace_id) or None
-        return out
+        """A mirrored pane as a protocol Pane (``HostMirror.wire``)."""
+        return self.mirror.wire(pane)
 
     def _set_state(self, state: str, error: str | None = None) -> None:
         if state == self.state and error == self.error:
@@ -264,7 +241,7 @@ class HostLink:
             self._restarting = False
             self.attempts += 1
             self.retry_at = time.time() + delay  # before host.updated, which shows it
-            self._flush_updates()
+            self.mirror.flush_updates()
             self._set_state("unreachable", why)
             for pane in self.panes.values():  # kept, shown as unreachable
                 self._owner.emit(
@@ -298,13 +275,13 @@ class HostLink:
             bridge_args=("--no-start",),
         )
         self._client = await AsyncClient.connect(remote, limit=MAX_LINE)
-        self._synced = False
+        self.mirror.synced = False
         reader = asyncio.get_running_loop().create_task(self._read(self._client))
         try:
             async with asyncio.timeout(HANDSHAKE_S):
                 await self._request("subscribe", {"events": EVENTS})
-                await self._request("workspace.list", {}, then=self._sync_workspaces)
-                await self._request("pane.list", {}, then=self._sync_panes)
+                await self._request("workspace.list", {}, then=self.mirror.sync_workspaces)
+                await self._request("pane.list", {}, then=self.mirror.sync_panes)
             self.connects += 1
             self.connected_at = time.time()
             self.retry_at = None
@@ -354,10 +331,11 @@ class HostLink:
             if not isinstance(msg, dict):
                 continue
             if msg.get("type") == "event":
-                if self._synced:
-                    self._on_event(msg.get("event"), msg.get("payload"))
-                elif msg.get("event") in ("server.restarting", "server.will_shutdown"):
-                    self._restarting = msg.get("event") == "server.restarting"
+                name = msg.get("event")
+                if name in ("server.restarting", "server.will_shutdown"):
+                    self._restarting = name == "server.restarting"  # how soon to reconnect
+                elif self.mirror.synced:
+                    self.mirror.on_event(name, msg.get("payload"))
                 continue
             reply = self._replies.pop(str(msg.get("id")), None)
             if reply is None or reply.future.done():
@@ -386,6 +364,22 @@ class HostLink:
         await client.send_raw(envelope.encode(envelope.request(req_id, method, params)))
         return await future
 
+    def send_nowait(
+        self, method: str, params: dict[str, Any], then: Callable[[dict[str, Any]], None]
+    ) -> bool:
+        """A read request nobody awaits (``HostMirror``'s read-backs): ``then(result)`` runs
+        in order with the events; an error answer (a pane closed meanwhile) is dropped.
+        False when the link is down."""
+        client = self._client
+        if client is None:
+            return False
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        req_id = f"h{next(_request_ids)}"
+        self._replies[req_id] = _Reply(future, then)
+        client.write_nowait(envelope.encode(envelope.request(req_id, method, params)))
+        return True
+
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """``method`` on the remote daemon (``REQUEST_S`` at most).
 
@@ -408,11 +402,7 @@ class HostLink:
 
     async def _drop(self) -> None:
         client, self._client = self._client, None
-        self._synced = False
-        if self._refresh_handle is not None:  # a reconnect reads the whole list anyway
-            self._refresh_handle.cancel()
-            self._refresh_handle = None
-        self._stale.clear()
+        self.mirror.link_down()
         for reply in self._replies.values():
             if not reply.future.done():
                 reply.future.set_exception(RemoteUnreachable(self.name, "the link ended"))
@@ -428,393 +418,7 @@ class HostLink:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.task
         await self._drop()
-        if self._coalescer is not None:
-            self._coalescer.cancel()
-        if self._deferred_handle is not None:
-            self._deferred_handle.cancel()
-            self._deferred_handle = None
-        self._deferred.clear()
-        for pane_id in list(self.panes):
-            self._remove(pane_id)
-
-    # ---------------------------------------------------------------- mirror
-
-    def _sync_workspaces(self, result: dict[str, Any]) -> None:
-        items = result.get("workspaces")
-        names: dict[str, str] = {}
-        for w in items[:MAX_WORKSPACES] if isinstance(items, list) else []:
-            self._workspace(w, names)
-        self.workspaces = names
-
-    def _workspace(self, w: object, into: dict[str, str]) -> None:
-        if not isinstance(w, dict):
-            return
-        try:
-            wid = mirror.local_id(self.name, mirror.remote_id(w.get("id"), "workspace id"))
-        except ValueError:
-            return
-        name = w.get("name")
-        into[wid] = sanitize_text(name, 100) if isinstance(name, str) else ""
-
-    def _sync_panes(self, result: dict[str, Any]) -> None:
-        items = result.get("panes")
-        seen: set[str] = set()
-        for d in items if isinstance(items, list) else []:
-            pane = self._clean(d)
-            if pane is None or pane.id in seen:
-                continue
-            if pane.id not in self.panes and len(self.panes) >= MAX_PANES:
-                self._owner.warn_once(self.name, "too_many_panes")
-                continue
-            seen.add(pane.id)
-            old = self.panes.get(pane.id)
-            self.panes[pane.id] = pane
-            self._owner.emit(
-                "pane.created" if old is None else "pane.updated",
-                {"pane": self.wire(pane)} | ({} if old is None else {"changed": ["sync"]}),
-            )
-            reasked = self._reasked(old, pane)
-            if pane.attention in _ANNOUNCED_ON_SYNC and (
-                old is None
-                or old.attention != pane.attention
-                or _decision_id(old) != _decision_id(pane)
-                or reasked
-            ):
-                self._alert(pane, _sync_cause(pane))
-        for pane_id in [p for p in self.panes if p not in seen]:
-            self._remove(pane_id)
-        self._synced = True
-
-    def _clean(self, d: object) -> Pane | None:
-        try:
-            return mirror.clean_pane(self.name, d)
-        except (ValueError, RecursionError) as exc:
-            self._owner.warn_once(self.name, "bad_record", error=str(exc)[:200])
-            return None
-
-    def _flush_updates(self, pane_id: str | None = None) -> None:
-        """Publish the pending ``pane.updated`` of ``pane_id`` (None: of every pane)."""
-        ids = list(self._updates) if pane_id is None else [pane_id]
-        for pid in ids:
-            changed = self._updates.pop(pid, None)
-            pane = self.panes.get(pid)
-            if changed is not None and pane is not None:
-                self._owner.emit(
-                    "pane.updated", {"pane": self.wire(pane), "changed": sorted(changed)}
-                )
-
-    def _reasked(self, old: Pane | None, new: Pane) -> bool:
-        """Whether ``new`` keeps ``old``'s pending decision id but asks something else; if
-        so the question shown for that id is withdrawn first (``_withdraw_question``).
-
-        A button answers a decision by its id (the notification's, while it is the pending
-        one). When the other end of the link changes — a pane process points the ssh alias
-        elsewhere and kills the daemon's ssh, a daemon restarted and numbered a new request
-        like the old one — or a record is simply replaced, the same ids may ask for another
-        command: the notification the person read must not stay up with buttons that now
-        answer a question nobody was shown (watched-host trust pass, F1).
-        """
-        if old is None or old.pending_decision is None or new.pending_decision is None:
-            return False
-        if old.pending_decision.id != new.pending_decision.id:
-            return False
-        if _same_question(old.pending_decision, new.pending_decision):
-            return False
-        self._withdraw_question(new.id, new.pending_decision.id)
-        self._owner.emit(
-            "decision.created",
-            {
-                "pane_id": new.id,
-                "decision": new.pending_decision.to_wire(),
-                "prev": new.pending_decision.id,
-            },
-        )
-        return True
-
-    def _withdraw_question(self, pane_id: str, decision_id: str) -> None:
-        """The question shown for ``decision_id`` on ``pane_id`` is gone (its notification
-        is withdrawn, ``desktop.policy.withdraws``): the same id now asks something else."""
-        log.warning("remote.decision_changed", host=self.name, pane_id=pane_id)
-        self._owner.emit(
-            "decision.cleared",
-            {"pane_id": pane_id, "decision_id": decision_id, "reason": "changed"},
-        )
-
-    def _remove(self, pane_id: str) -> None:
-        self._updates.pop(pane_id, None)
-        if self.panes.pop(pane_id, None) is not None:
-            self._owner.emit("pane.closed", {"pane_id": pane_id})
-
-    def _on_event(self, name: object, payload: object) -> None:
-        if not isinstance(name, str) or not isinstance(payload, dict):
-            return
-        try:
-            self._apply(name, payload)
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            # not event=: structlog's own first argument (the TypeError crashed the link task)
-            self._owner.warn_once(
-                self.name, "bad_event", remote_event=name[:60], error=str(exc)[:200]
-            )
-
-    def _apply(self, name: str, payload: dict[str, Any]) -> None:
-        if name in ("server.restarting", "server.will_shutdown"):
-            self._restarting = name == "server.restarting"
-            return
-        if name in ("workspace.created", "workspace.updated"):
-            if len(self.workspaces) < MAX_WORKSPACES:
-                self._workspace(payload.get("workspace"), self.workspaces)
-            return
-        if name == "workspace.closed":
-            with contextlib.suppress(ValueError):
-                wid = mirror.remote_id(payload.get("workspace_id"), "workspace id")
-                self.workspaces.pop(mirror.local_id(self.name, wid), None)
-            return
-        if name in ("pane.created", "pane.updated", "pane.resized"):
-            pane = self._clean(payload.get("pane"))
-            if pane is None:
-                return
-            old = self.panes.get(pane.id)
-            if old is None and len(self.panes) >= MAX_PANES:
-                self._owner.warn_once(self.name, "too_many_panes")
-                return
-            self.panes[pane.id] = pane
-            reasked = self._reasked(old, pane)
-            if pane.attention in _ANNOUNCED_ON_SYNC and (
-                old is None
-                or old.attention != pane.attention
-                or _decision_id(old) != _decision_id(pane)
-                or reasked
-            ):
-                # a record that brings a prompt without its transition events is announced
-                # like one read at (re)connect: a remote cannot show a decision silently
-                self._alert(pane, _sync_cause(pane))
-            if name == "pane.updated" and old is not None:
-                # latest wins, published at most every UPDATE_WINDOW_S per host (as a local
-                # pane's title changes are): a remote flooding updates costs the local
-                # subscribers and D-Bus nothing (hostile-remote attack pass)
-                changed = mirror.field_names(payload.get("changed"))
-                self._updates.setdefault(pane.id, set()).update(changed)
-                if self._coalescer is None:
-                    self._coalescer = Coalescer(self._flush_updates, UPDATE_WINDOW_S)
-                self._coalescer.poke()
-                return
-            self._flush_updates(pane.id)
-            out: dict[str, Any] = {"pane": self.wire(pane)}
-            if name == "pane.updated":
-                out["changed"] = mirror.field_names(payload.get("changed"))
-            self._owner.emit(
-                name if old is not None or name == "pane.created" else "pane.created", out
-            )
-            return
-        pane_id = mirror.local_id(self.name, mirror.remote_id(payload.get("pane_id"), "pane id"))
-        self._flush_updates(pane_id)  # a transition comes after the record it follows
-        if name == "pane.closed":
-            self._remove(pane_id)
-            return
-        pane = self.panes.get(pane_id)
-        if pane is None:
-            return  # a pane the list did not name: its pane.created comes first
-        if name.startswith(("agent.", "attention.", "decision.")) or name == "pane.exited":
-            self._mark_stale(pane_id)
-        if name.startswith("agent."):
-            value = mirror.enum_value(Lifecycle, payload.get("lifecycle"))
-            prev = pane.lifecycle
-            if value == prev:
-                return
-            pane.last_lifecycle, pane.lifecycle = prev, value
-            pane.lifecycle_since = time.time()
-            pane.lifecycle_source = "remote"
-            self._owner.emit(
-                f"agent.{value.value}",
-                {
-                    "pane_id": pane_id,
-                    "lifecycle": value.value,
-                    "prev": prev.value,
-                    "source": "remote",
-                },
-            )
-        elif name in ("attention.created", "attention.updated"):
-            value = mirror.enum_value(Attention, payload.get("attention"))
-            prev_att = pane.attention
-            cause = mirror.cause(payload.get("cause"))
-            pane.attention = value
-            pane.attention_since = time.time()
-            self._owner.emit(
-                "attention.created" if prev_att == Attention.NONE else "attention.updated",
-                {
-                    "pane_id": pane_id,
-                    "attention": value.value,
-                    "prev": prev_att.value,
-                    "source": "remote",
-                    "cause": cause,
-                },
-            )
-            if value in _DECIDED and pane.pending_decision is None:
-                # its decision.created follows in the same write (core/rules.py emits both in
-                # one step) and announces it with the decision's buttons; announcing here as
-                # well would show a notification without them first (with settle_ms = 0). Only
-                # a prompt that has no decision (seen on the screen) is announced from here,
-                # once the lines already read are applied
-                asyncio.get_running_loop().call_soon(self._alert_undecided, pane_id, cause)
-            elif value != Attention.NONE:
-                self._alert(pane, cause)
-        elif name == "attention.cleared":
-            prev_att = pane.attention
-            if prev_att == Attention.NONE:
-                return
-            pane.attention = Attention.NONE
-            pane.attention_since = None
-            reason = payload.get("reason")
-            self._owner.emit(
-                "attention.cleared",
-                {
-                    "pane_id": pane_id,
-                    "prev": prev_att.value,
-                    "reason": reason
-                    if isinstance(reason, str) and reason.isidentifier()
-                    else "remote",
-                },
-            )
-        elif name == "decision.created":
-            dec = mirror.clean_decision(payload.get("decision"))
-            prev_id = _decision_id(pane)
-            if prev_id == dec.id and not _same_question(pane.pending_decision, dec):
-                self._withdraw_question(pane_id, dec.id)
-            pane.pending_decision = dec
-            self._owner.emit(
-                "decision.created", {"pane_id": pane_id, "decision": dec.to_wire(), "prev": prev_id}
-            )
-            if pane.attention in (Attention.PERMISSION_REQUIRED, Attention.INPUT_REQUIRED):
-                # the attention came first: announce again with the decision's id
-                self._alert(pane, _sync_cause(pane))
-        elif name in ("decision.answered", "decision.cleared"):
-            did = mirror.remote_id(payload.get("decision_id"), "decision id")
-            if _decision_id(pane) != did:
-                return
-            pane.pending_decision = None
-            out = {"pane_id": pane_id, "decision_id": did}
-            if name == "decision.answered":
-                option = payload.get("option_id")
-                out["option_id"] = sanitize_text(option, 64) if isinstance(option, str) else None
-            else:
-                reason = payload.get("reason")
-                out["reason"] = (
-                    reason if isinstance(reason, str) and reason.isidentifier() else "remote"
-                )
-            self._owner.emit(name, out)
-        elif name == "pane.exited":
-            code = payload.get("code")
-            pane.live = False
-            pane.exit_code = code if type(code) is int and -(2**31) <= code < 2**31 else None
-            self._owner.emit("pane.exited", {"pane_id": pane_id, "code": pane.exit_code})
-
-    def _mark_stale(self, pane_id: str) -> None:
-        self._stale.add(pane_id)
-        if self._refresh_handle is None:
-            loop = asyncio.get_running_loop()
-            self._refresh_handle = loop.call_later(REFRESH_S, self._refresh_stale)
-
-    def _refresh_stale(self) -> None:
-        """Read back the panes whose transitions came in (``pane.get``, answered in order on
-        the link and applied as a record: ``_refreshed``)."""
-        self._refresh_handle = None
-        stale, self._stale = self._stale, set()
-        client = self._client
-        if client is None or not self._synced:
-            return  # a reconnect reads the whole list anyway
-        loop = asyncio.get_running_loop()
-        for pane_id in stale:
-            if pane_id not in self.panes:
-                continue
-            future: asyncio.Future[dict[str, Any]] = loop.create_future()
-            # no one awaits it: a pane closed meanwhile (NO_SUCH_PANE) is no error
-            future.add_done_callback(lambda f: f.cancelled() or f.exception())
-            req_id = f"h{next(_request_ids)}"
-            self._replies[req_id] = _Reply(future, functools.partial(self._refreshed, pane_id))
-            rid = pane_id.partition(mirror.SEP)[2]
-            client.write_nowait(
-                envelope.encode(envelope.request(req_id, "pane.get", {"pane_id": rid}))
-            )
-
-    def _refreshed(self, pane_id: str, result: dict[str, Any]) -> None:
-        record = result.get("pane")
-        pane = self._clean(record)
-        old = self.panes.get(pane_id)
-        if pane is None or old is None or pane.id != pane_id:
-            return
-        if pane.to_wire() == old.to_wire():
-            return
-        self._on_event("pane.updated", {"pane": record, "changed": ["refresh"]})
-
-    def _alert_undecided(self, pane_id: str, cause: str) -> None:
-        pane = self.panes.get(pane_id)
-        if pane is not None and pane.attention in _DECIDED and pane.pending_decision is None:
-            self._alert(pane, cause)
-
-    def _alert(self, pane: Pane, cause: str) -> None:
-        """Announce ``pane`` within the host's alert budget (``ALERT_BURST`` at once, then
-        ``ALERT_RATE`` a second): one host cannot flood the desktop. Past the budget a
-        permission or input prompt waits for the next token (latest per pane, re-checked
-        then); any other alert is dropped."""
-        now = time.monotonic()
-        self._tokens = min(ALERT_BURST, self._tokens + (now - self._tokens_at) * ALERT_RATE)
-        self._tokens_at = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            self._owner.alert(
-                rules.Alert(
-                    pane.id,
-                    cause,
-                    mirror.severity(pane.attention),
-                    None,
-                    None,
-                    _decision_id(pane) if cause in ("permission", "input") else None,
-                )
-            )
-            return
-        self._owner.warn_once(self.name, "alerts_limited", burst=ALERT_BURST, rate=ALERT_RATE)
-        if cause not in ("permission", "input"):
-            return
-        self._deferred[pane.id] = cause
-        if self._deferred_handle is None:
-            wait = (1.0 - self._tokens) / ALERT_RATE
-            self._deferred_handle = asyncio.get_running_loop().call_later(
-                wait, self._alert_deferred
-            )
-
-    def _alert_deferred(self) -> None:
-        self._deferred_handle = None
-        pending, self._deferred = self._deferred, {}
-        for pane_id, cause in pending.items():
-            pane = self.panes.get(pane_id)
-            if pane is not None and pane.attention in _DECIDED:
-                self._alert(pane, cause)  # past the budget again: deferred again
-
-
-def _same_question(a: Decision | None, b: Decision) -> bool:
-    """Whether two mirrored decisions ask the same: what a notification shows and what its
-    buttons approve (prompt, tool, agent, options), not times or deadlines."""
-    if a is None:
-        return False
-    return (a.prompt, a.tool_name, a.agent, a.native, a.options) == (
-        b.prompt,
-        b.tool_name,
-        b.agent,
-        b.native,
-        b.options,
-    )
-
-
-def _decision_id(pane: Pane) -> str | None:
-    return pane.pending_decision.id if pane.pending_decision is not None else None
-
-
-def _sync_cause(pane: Pane) -> str:
-    if pane.attention == Attention.PERMISSION_REQUIRED:
-        return "permission"
-    if pane.attention == Attention.INPUT_REQUIRED:
-        return "input"
-    return "error"
+        self.mirror.close()
 
 
 def _iso(ts: float | None) -> str | None:
