@@ -719,3 +719,27 @@ def test_a_hosts_alerts_are_rate_limited_but_prompts_wait_their_turn(
         healthy(d)
     finally:
         stop_local(d)
+
+
+def test_dbus_lists_a_hosts_panes_and_prompts(root: Path, bus: Any, notif_server: Any) -> None:
+    """D-Bus ``ListPanes``/``ListPermissions`` and the counts cover every watched host
+    (issue 16 item 3), with the mirrored ids and cleaned text."""
+    from tests.desktop.test_dbus_interface import call
+
+    notif_server.reset()
+    asking = pane(title=f"api{EVIL}", attention="permission_required", pending_decision=decision())
+    remote = Remote(root, {"panes": [asking], "after": [{"sleep": 120}]})
+    d = start_local(root, remote, bus)
+    try:
+        wait_until(lambda: host(d)["state"] == "connected", 20)
+        rows = wait_until(
+            lambda: [r for r in call(bus, "ListPanes").body[0] if r[0] == "devbox/pane_1"], 10
+        )
+        assert rows[0][1] == "devbox/ws_1"
+        assert rows[0][5] == "permission_required"
+        assert clean(rows[0][2])
+        perms = call(bus, "ListPermissions").body[0]
+        assert [(p[0], p[1]) for p in perms] == [("dec_1", "devbox/pane_1")]
+        assert remote.methods() <= HANDSHAKE
+    finally:
+        stop_local(d)
