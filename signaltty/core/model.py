@@ -26,8 +26,9 @@ def iso(ts: float | None) -> str | None:
     (``2026-10-12T08:30:01.123Z``)."""
     if ts is None:
         return None
-    d = _dt.datetime.fromtimestamp(ts, _dt.UTC)
-    return d.strftime("%Y-%m-%dT%H:%M:%S.") + f"{d.microsecond // 1000:03d}Z"
+    # isoformat (C) truncates to milliseconds like the strftime it replaced, ~35 % faster:
+    # every pane.updated carries five of these (issue 12, bench/replay.py)
+    return _dt.datetime.fromtimestamp(ts, _dt.UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def parse_iso(text: Any) -> float | None:

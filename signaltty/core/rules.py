@@ -279,13 +279,21 @@ def on_bell(pane: Pane, *, now: float, watched: bool = False) -> list[Effect]:
 
 def on_title(pane: Pane, text: str) -> list[Effect]:
     """OSC 0/1/2 title: sanitized, ≤ 200, empty ignored, ``pane.updated`` only on change
-    (the caller may coalesce that event: :func:`title_updated`)."""
-    title = sanitize_text(text, MAX_TITLE)
+    (the caller may coalesce that event: :func:`set_title` + :func:`title_updated`)."""
+    return [_updated(pane, "title")] if set_title(pane, text) else []
+
+
+def set_title(pane: Pane, text: str, *, sanitized: bool = False) -> bool:
+    """:func:`on_title` without its event: True when the title changed. For a caller that
+    coalesces the event, so that a change does not build a wire record it then drops
+    (Codex turns its spinner in the title ~10×/s; issue 12). ``sanitized``: ``text`` went
+    through ``sanitize_text(text, MAX_TITLE)`` already (``term.osc.Title``), not again."""
+    title = text if sanitized else sanitize_text(text, MAX_TITLE)
     pane.title_from_osc = pane.title_from_osc or bool(title)
     if not title or title == pane.title:
-        return []
+        return False
     pane.title = title
-    return [_updated(pane, "title")]
+    return True
 
 
 def title_updated(pane: Pane) -> list[Effect]:

@@ -230,8 +230,10 @@ class PaneRuntime(TerminalReplies):
                 case osc.Title(text=text):
                     # the title itself changes at once; its event is coalesced: Codex turns
                     # its spinner in the title 10×/s, and each event rebuilt the whole pane
-                    # record (issue 12, bench/replay.py: 13 % of the daemon's CPU)
-                    if rules.on_title(pane, text):
+                    # record (issue 12, bench/replay.py: 13 % of the daemon's CPU), so
+                    # the change itself builds no event either; the scanner's titles are
+                    # sanitized already
+                    if rules.set_title(pane, text, sanitized=True):
                         self._title_events.poke()
                     continue
                 case osc.Notify(source=source, title=title, body=body):

@@ -182,6 +182,11 @@ _STR_STOP: Final = re.compile(rb"[\x18\x1a\x1b]")
 _PS_RE: Final = re.compile(rb"0|[1-9][0-9]{0,5}")
 _CONEMU_RE: Final = re.compile(r"(?:[1-9]|1[0-2])(?:;|\Z)")
 _QUERY_PS: Final = (b"7501", b"10", b"11")  # OSC numbers whose raw sequence is kept
+# Title payloads remembered per scanner (raw bytes → sanitized text): agents cycle a few
+# spinner titles ~10×/s (Codex), each decoded and sanitized again otherwise (issue 12).
+# At most 32 payloads of ≤ 256 bytes each, so a pane's cache stays under 8 KiB.
+_TITLE_CACHE_MAX: Final = 32
+_TITLE_CACHE_BYTES: Final = 256
 # CSI body (params + intermediates + final byte) → query kind.
 _CSI_QUERIES: Final = {
     b"c": QUERY_DA1,
@@ -215,6 +220,7 @@ class OscScanner:
         self._hosts: frozenset[str] = frozenset(hosts)
         self._offset = 0
         self._buf = bytearray()
+        self._titles: dict[bytes, str] = {}
         self.reset()
 
     @property
@@ -402,6 +408,10 @@ class OscScanner:
         self.reset()
         if overflow:
             return
+        text = self._titles.get(raw)
+        if text is not None:  # a title seen before: same item, without decoding again
+            items.append(Title(end, raw[0] - 0x30, text))
+            return
         ps, _, pt_bytes = raw.partition(b";")
         if _PS_RE.fullmatch(ps) is None:
             return
@@ -409,6 +419,10 @@ class OscScanner:
         item = _dispatch(int(ps), pt_bytes.decode("utf-8", "replace"), end, self._hosts, seq)
         if item is not None:
             items.append(item)
+            if isinstance(item, Title) and len(raw) <= _TITLE_CACHE_BYTES:
+                if len(self._titles) >= _TITLE_CACHE_MAX:
+                    self._titles.clear()
+                self._titles[raw] = item.text
 
 
 def _dispatch(ps: int, pt: str, end: int, hosts: frozenset[str], seq: bytes) -> Item | None:

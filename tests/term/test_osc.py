@@ -217,6 +217,27 @@ def test_table(data: bytes, expected: list[Item]) -> None:
     assert scan_every_way(data) == expected
 
 
+def test_titles_seen_again_give_the_same_items() -> None:
+    """A scanner remembers title payloads it decoded (issue 12: Codex cycles its spinner
+    in the title): a title seen again, also after the memory was emptied at its cap, is
+    the same item as from a scanner that never saw it."""
+    payloads = [b"0;a\xe2\xa0\x8b work", b"2;caf\xff!", b"1;a\nb", b"0;", b"9;note", b"0;x" * 200]
+    payloads += [f"2;t{i}".encode() for i in range(40)]  # past the cap: the memory is emptied
+    stream = b"".join(osc(p) for p in payloads)
+    reused = OscScanner()
+    first = reused.feed(stream)
+    again = reused.feed(stream + osc(b"0;a", ST))
+    fresh = OscScanner()
+    fresh.resume_at(len(stream))  # same offsets as `reused`, nothing seen
+    assert again == fresh.feed(stream + osc(b"0;a", ST))
+    assert again[-1] == Title(2 * len(stream) + 7, 0, "a")
+    assert [(type(i), getattr(i, "text", None)) for i in again[:-1]] == [
+        (type(i), getattr(i, "text", None)) for i in first
+    ]
+    assert again[0] == Title(len(stream) + 14, 0, "a\u280b work")
+    assert len(first) == len(payloads) - 1  # "0;" is an empty title: no item
+
+
 def test_n12_split_across_reads() -> None:
     scanner = OscScanner()
     assert scanner.feed(b"\x1b]9;Bu") == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from signaltty.core import rules
-from signaltty.core.model import AgentInfo, Decision, Pane
+from signaltty.core.model import AgentInfo, Decision, Pane, iso, parse_iso
 from signaltty.core.rules import Alert, Emit, NotificationInput
 from signaltty.core.states import Attention, Lifecycle, RestoreState
 
@@ -160,6 +160,34 @@ def test_title_change_and_same_title():
     assert rules.on_title(pane, "hi") == []
     assert rules.on_title(pane, "") == []
     assert pane.title == "hi"
+
+
+def test_set_title_changes_the_title_without_an_event():
+    """The pump coalesces title events (Codex's spinner): ``set_title`` applies the change
+    as ``on_title`` does and only says whether there was one."""
+    pane = make_pane()
+    assert rules.set_title(pane, "hi\x1b[31m") is True
+    assert (pane.title, pane.title_from_osc) == ("hi", True)
+    assert rules.set_title(pane, "hi") is False
+    assert rules.set_title(pane, "") is False
+    assert rules.set_title(pane, "ho", sanitized=True) is True  # the scanner's Title.text
+    assert pane.title == "ho"
+    assert events(rules.title_updated(pane)) == ["pane.updated"]
+
+
+@pytest.mark.parametrize(
+    ("ts", "text"),
+    [
+        (0.0, "1970-01-01T00:00:00.000Z"),
+        (NOW, "2027-01-15T08:00:00.000Z"),
+        (NOW + 0.9999, "2027-01-15T08:00:00.999Z"),  # truncated, never rounded up
+        (NOW + 59.0005, "2027-01-15T08:00:59.000Z"),
+    ],
+)
+def test_wire_times_are_rfc3339_utc_milliseconds(ts: float, text: str):
+    assert iso(ts) == text
+    assert parse_iso(text) == pytest.approx(ts, abs=0.001)
+    assert iso(None) is None
 
 
 def test_title_is_sanitized_and_capped():
