@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 import structlog
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
+from signaltty.core.states import HOOK_CAUSES
+
 log = structlog.get_logger("signaltty.manifest")
 
 ID_RE: Final = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
@@ -50,16 +52,7 @@ TITLE_STATES: Final = ("working", "blocked", "idle")
 KEEP: Final = "keep"
 MAX_HOOK_RULES: Final = 256  # [[hooks.rule]] tables per file
 # Alert causes a hook rule may name (core/hooks.py ``Classification.cause``).
-CAUSES: Final = (
-    "permission",
-    "input",
-    "idle_prompt",
-    "error",
-    "warning",
-    "turn_done",
-    "session_end",
-    "message",
-)
+CAUSES: Final = HOOK_CAUSES
 
 
 def one_of(value: str, allowed: Collection[str], what: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Final
 from signaltty.core import limits
 from signaltty.core.model import AgentInfo, Decision, Pane
 from signaltty.core.sanitize import sanitize_text
-from signaltty.core.states import Attention, Lifecycle, RestoreState
+from signaltty.core.states import ALERT_CAUSES, Attention, Lifecycle, RestoreState
 
 SEP: Final = "/"
 # a host's name in config and in ids: short, no "/" (the separator), no leading "-" or "."
@@ -31,21 +31,8 @@ MAX_OPTIONS: Final = 16
 MAX_SHORT: Final = 100  # kinds, display names, tool names, option ids and labels
 
 # protocol.md §7 "cause" values; anything else from a remote is read as "message"
-CAUSES: Final = frozenset(
-    {
-        "permission",
-        "input",
-        "idle_prompt",
-        "error",
-        "warning",
-        "turn_done",
-        "message",
-        "bell",
-        "exit",
-        "session_end",
-    }
-)
-# what a mirrored record is built from; any other field of the remote record is dropped
+CAUSES: Final = frozenset(ALERT_CAUSES)
+# the severity a remote pane's attention is announced with
 _SEVERITY: Final = {
     Attention.PERMISSION_REQUIRED: "warning",
     Attention.INPUT_REQUIRED: "warning",

@@ -96,3 +96,18 @@ SEVERITY_CAUSE: Final[dict[str, str]] = {
 def attention_max(a: Attention, b: Attention) -> Attention:
     """Return the more severe of two attention values (raising never lowers)."""
     return a if ATTENTION_RANK[a] >= ATTENTION_RANK[b] else b
+
+
+# Alert causes (protocol.md §7 "cause"; desktop-and-service.md §Modes): what an agent's hook
+# rule may name (agents/manifest_fields.py), then the ones only the terminal raises.
+HOOK_CAUSES: Final[tuple[str, ...]] = (
+    "permission",
+    "input",
+    "idle_prompt",
+    "error",
+    "warning",
+    "turn_done",
+    "session_end",
+    "message",
+)
+ALERT_CAUSES: Final[tuple[str, ...]] = (*HOOK_CAUSES, "bell", "exit")

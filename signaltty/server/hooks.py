@@ -1087,13 +1087,7 @@ class HookService:
             if pane.pending_decision is not None and pane.pending_decision.id == p.decision_id
         ]
         if ours or len(theirs) > 1:
-            ids = ours + theirs
-            raise SignalttyError(
-                "AMBIGUOUS",
-                f"decision {p.decision_id} is pending on {len(ids)} panes ({', '.join(ids)}); "
-                "name the pane too",
-                {"decision_id": p.decision_id, "pane_ids": ids},
-            )
+            raise _ambiguous(p.decision_id, ours + theirs)
         return theirs[0]
 
     def _decision_pane(self, p: P.DecisionAnswer) -> Pane:
@@ -1126,13 +1120,7 @@ class HookService:
             if not matches:
                 raise SignalttyError("NO_SUCH_DECISION", f"no such decision: {p.decision_id}")
             if len(matches) > 1:
-                ids = [pane.id for pane in matches]
-                raise SignalttyError(
-                    "AMBIGUOUS",
-                    f"decision {p.decision_id} is pending on {len(ids)} panes ({', '.join(ids)}); "
-                    "name the pane too",
-                    {"decision_id": p.decision_id, "pane_ids": ids},
-                )
+                raise _ambiguous(p.decision_id, [pane.id for pane in matches])
             return matches[0]
         assert p.pane_id is not None
         pane = self.store.panes.get(p.pane_id)
@@ -1267,6 +1255,17 @@ class HookService:
             )
         out.sort(key=lambda x: x.pop("_order"))
         return {"permissions": out}
+
+
+def _ambiguous(decision_id: str, pane_ids: list[str]) -> SignalttyError:
+    """``AMBIGUOUS``: a bare decision id pending on several panes (details ``decision_id``,
+    ``pane_ids``)."""
+    return SignalttyError(
+        "AMBIGUOUS",
+        f"decision {decision_id} is pending on {len(pane_ids)} panes ({', '.join(pane_ids)}); "
+        "name the pane too",
+        {"decision_id": decision_id, "pane_ids": pane_ids},
+    )
 
 
 def _same_question(a: str, b: str) -> bool:

@@ -169,14 +169,7 @@ class HostMirror:
                 "pane.created" if old is None else "pane.updated",
                 {"pane": self.wire(pane)} | ({} if old is None else {"changed": ["sync"]}),
             )
-            reasked = self._reasked(old, pane)
-            if pane.attention in _ANNOUNCED_ON_SYNC and (
-                old is None
-                or old.attention != pane.attention
-                or _decision_id(old) != _decision_id(pane)
-                or reasked
-            ):
-                self._alert(pane, _sync_cause(pane))
+            self._announce_record(old, pane)
         for pane_id in [p for p in self.panes if p not in seen]:
             self.remove(pane_id)
         self.synced = True
@@ -198,6 +191,18 @@ class HostMirror:
                 self._owner.emit(
                     "pane.updated", {"pane": self.wire(pane), "changed": sorted(changed)}
                 )
+
+    def _announce_record(self, old: Pane | None, pane: Pane) -> None:
+        """A whole record replaced ``old``: announce a prompt, an answer wanted or an error
+        it brings (new, or a pending question changed under its id: ``_reasked``)."""
+        reasked = self._reasked(old, pane)
+        if pane.attention in _ANNOUNCED_ON_SYNC and (
+            old is None
+            or old.attention != pane.attention
+            or _decision_id(old) != _decision_id(pane)
+            or reasked
+        ):
+            self._alert(pane, _sync_cause(pane))
 
     def _reasked(self, old: Pane | None, new: Pane) -> bool:
         """Whether ``new`` keeps ``old``'s pending decision id but asks something else; if
@@ -271,16 +276,9 @@ class HostMirror:
                 self._owner.warn_once(self.name, "too_many_panes")
                 return
             self.panes[pane.id] = pane
-            reasked = self._reasked(old, pane)
-            if pane.attention in _ANNOUNCED_ON_SYNC and (
-                old is None
-                or old.attention != pane.attention
-                or _decision_id(old) != _decision_id(pane)
-                or reasked
-            ):
-                # a record that brings a prompt without its transition events is announced
-                # like one read at (re)connect: a remote cannot show a decision silently
-                self._alert(pane, _sync_cause(pane))
+            # a record that brings a prompt without its transition events is announced
+            # like one read at (re)connect: a remote cannot show a decision silently
+            self._announce_record(old, pane)
             if name == "pane.updated" and old is not None:
                 # latest wins, published at most every UPDATE_WINDOW_S per host (as a local
                 # pane's title changes are): a remote flooding updates costs the local
