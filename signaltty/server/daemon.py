@@ -112,6 +112,17 @@ SHUTDOWN_STEPS = (
 _DISK_LOCK = threading.Lock()
 
 
+def _freeze_survivors() -> None:
+    """Move every object alive after start-up (modules, config, restored panes) out of the
+    collector's reach, after one collection so no garbage is kept: automatic full collections
+    then walk only what came later (issue 12: ~57 000 start-up objects, 10-15 ms per full
+    pass). Frozen objects are still freed by reference counting; ``Daemon._release_memory``
+    unfreezes before its collection (so a closed pane's cycles are freed) and freezes what
+    is alive after it: with 400 panes a full pass took 41 ms instead of 110."""
+    gc.collect()
+    gc.freeze()
+
+
 def _write_snapshot(state_dir: Path, data: bytes, tails: dict[str, str], keep: set[str]) -> None:
     with _DISK_LOCK:
         persistence.write_snapshot(state_dir, data, tails, keep)
@@ -646,6 +657,7 @@ class Daemon:
                 self.store.apply([alert for alert in renewed if alert is not None])
             # after the notifier: a host's pending permissions are announced on first sync
             await self.remote.apply(*parse_hosts(self.config.hosts))
+            _freeze_survivors()
             await self._stop.wait()
             await self._shutdown()
         return self.supervisor.exit_code
@@ -1005,7 +1017,9 @@ class Daemon:
     def _release_memory(self) -> None:
         self._trim_handle = None
         started = time.perf_counter()
+        gc.unfreeze()  # closed panes frozen at start-up (restored) or at the last pass
         collected = gc.collect()
+        gc.freeze()  # the live panes' objects: collected again only at the next close
         mid = time.perf_counter()
         released = memory.trim()
         log.debug(
