@@ -494,6 +494,9 @@ def main() -> int:
         ssh_cmd, report["link"], closers = delayed_link(remote, args.delay_ms)
         log(f"link: {report['link']}")
         (root / "local").mkdir(mode=0o700)
+        # a watching link never starts the remote daemon (bridge --no-start): a --host
+        # command does, as the person's first one would
+        remote.json("status")
         local = desktop_daemon(root / "local", bus, WATCH, SIGNALTTY_SSH_COMMAND=ssh_cmd)
         wait_until(
             lambda: (
