@@ -1203,58 +1203,46 @@ class HookService:
         return frozen
 
     def permission_list(self, pane_id: str | None) -> dict[str, Any]:
-        """Every pending decision, oldest first (protocol.md §6 ``permission.list``)."""
+        """Every pending decision, oldest first (protocol.md §6 ``permission.list``); a
+        watched host's carry ``host`` and are answerable only while it is reachable."""
         out = []
         for pane in self.store.panes.values():
             dec = pane.pending_decision
             if dec is None or (pane_id is not None and pane.id != pane_id):
                 continue
-            item: dict[str, Any] = {
-                "decision_id": dec.id,
-                "pane_id": pane.id,
-                "workspace_id": pane.workspace_id,
-                "pane_title": pane.title,
-                "agent": dec.agent or pane.agent.kind,
-                "agent_session_id": pane.agent.agent_session_id,
-                "tool_name": dec.tool_name,
-                "prompt": self._prompt_now(pane, dec),
-                "options": [dict(o) for o in dec.options],
-                "answerable": dec.answerable,
-                "native": dec.native,
-                "received_at": dec.to_wire()["received_at"],
-                "deadline": dec.to_wire()["deadline"],
-                "_order": dec.received_at,
-            }
-            if pane.label is not None:
-                item["label"] = pane.label
-            out.append(item)
+            out.append(_permission_item(pane, dec, self._prompt_now(pane, dec), dec.answerable))
         for link, pane in self.remote.panes() if self.remote is not None else ():
             dec = pane.pending_decision
             if dec is None or (pane_id is not None and pane.id != pane_id):
                 continue
-            wire = dec.to_wire()
-            out.append(
-                {
-                    "decision_id": dec.id,
-                    "pane_id": pane.id,
-                    "workspace_id": pane.workspace_id,
-                    "pane_title": pane.title,
-                    "agent": dec.agent or pane.agent.kind,
-                    "agent_session_id": pane.agent.agent_session_id,
-                    "tool_name": dec.tool_name,
-                    "prompt": dec.prompt,
-                    "options": [dict(o) for o in dec.options],
-                    "answerable": dec.answerable and link.reachable,
-                    "native": dec.native,
-                    "received_at": wire["received_at"],
-                    "deadline": wire["deadline"],
-                    "host": link.name,
-                    "_order": dec.received_at,
-                }
-                | ({"label": pane.label} if pane.label is not None else {})
-            )
+            item = _permission_item(pane, dec, dec.prompt, dec.answerable and link.reachable)
+            out.append(item | {"host": link.name})
         out.sort(key=lambda x: x.pop("_order"))
         return {"permissions": out}
+
+
+def _permission_item(pane: Pane, dec: Decision, prompt: str, answerable: bool) -> dict[str, Any]:
+    """One ``permission.list`` item (``_order``: the sort key, removed before it is sent)."""
+    wire = dec.to_wire()
+    item: dict[str, Any] = {
+        "decision_id": dec.id,
+        "pane_id": pane.id,
+        "workspace_id": pane.workspace_id,
+        "pane_title": pane.title,
+        "agent": dec.agent or pane.agent.kind,
+        "agent_session_id": pane.agent.agent_session_id,
+        "tool_name": dec.tool_name,
+        "prompt": prompt,
+        "options": [dict(o) for o in dec.options],
+        "answerable": answerable,
+        "native": dec.native,
+        "received_at": wire["received_at"],
+        "deadline": wire["deadline"],
+        "_order": dec.received_at,
+    }
+    if pane.label is not None:
+        item["label"] = pane.label
+    return item
 
 
 def _ambiguous(decision_id: str, pane_ids: list[str]) -> SignalttyError:
