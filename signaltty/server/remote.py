@@ -51,7 +51,7 @@ from typing import Any, Final
 import structlog
 
 from signaltty.core import mirror, rules
-from signaltty.core.model import Pane
+from signaltty.core.model import Pane, iso
 from signaltty.core.sanitize import sanitize_text
 from signaltty.core.states import Attention
 from signaltty.proto import envelope
@@ -141,9 +141,7 @@ class HostLink:
         self.state = "connecting"
         self.error: str | None = None
         self.since = time.time()
-        self.connected_at: float | None = None
         self.retry_at: float | None = None
-        self.attempts = 0
         self.connects = 0
         self._client: AsyncClient | None = None
         self._replies: dict[str, _Reply] = {}
@@ -173,14 +171,14 @@ class HostLink:
             "name": self.name,
             "target": self.entry.target,
             "state": self.state,
-            "since": _iso(self.since),
+            "since": iso(self.since),
             "error": self.error,
             "panes": len(self.panes),
             "attention": sum(1 for p in self.panes.values() if p.attention != Attention.NONE),
             "pending_permissions": sum(
                 1 for p in self.panes.values() if p.pending_decision is not None
             ),
-            "retry_at": _iso(self.retry_at) if self.state == "unreachable" else None,
+            "retry_at": iso(self.retry_at) if self.state == "unreachable" else None,
             "connects": self.connects,
         }
 
@@ -239,7 +237,6 @@ class HostLink:
                 delay = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
                 failures += 1
             self._restarting = False
-            self.attempts += 1
             self.retry_at = time.time() + delay  # before host.updated, which shows it
             self.mirror.flush_updates()
             self._set_state("unreachable", why)
@@ -283,7 +280,6 @@ class HostLink:
                 await self._request("workspace.list", {}, then=self.mirror.sync_workspaces)
                 await self._request("pane.list", {}, then=self.mirror.sync_panes)
             self.connects += 1
-            self.connected_at = time.time()
             self.retry_at = None
             link = getattr(self._client, "_link", None)
             if link is not None:  # a later failure is explained by what ssh says from now on
@@ -419,12 +415,6 @@ class HostLink:
                 await self.task
         await self._drop()
         self.mirror.close()
-
-
-def _iso(ts: float | None) -> str | None:
-    from signaltty.core.model import iso
-
-    return iso(ts)
 
 
 _KNOWN_CODES: Final = frozenset(
