@@ -306,6 +306,8 @@ class PaneRuntime(TerminalReplies):
                 deadline = time.perf_counter() + SCREEN_SLICE_S
                 fed = 0
                 while self.screen.pending and fed < SCREEN_SLICE_BYTES:
+                    if fed and self.screen.drain_is_costly(SCREEN_PIECE_BYTES):
+                        break  # a resolve of the lazy window gets a slice of its own
                     fed += self.screen.drain(SCREEN_PIECE_BYTES)
                     if time.perf_counter() >= deadline:
                         break

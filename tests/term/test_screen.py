@@ -115,6 +115,24 @@ def test_fast_forward_drains_to_zero_in_bounded_steps() -> None:
     assert screen.drain(0) == 0
 
 
+def test_drain_is_costly_exactly_when_the_next_piece_fills_the_window() -> None:
+    """The pump starts a drain that resolves the lazy window in a slice of its own
+    (server/panes.py): the flag is true for the piece that fills the window, and the
+    resolve then happens in that drain."""
+    screen = PyteScreen(20, 5, window=64)
+    screen.feed(b"x" * 100)
+    assert not screen.drain_is_costly(16)
+    assert screen.drain(16) == 16
+    assert screen.drain(16) == 16
+    assert screen.drain(16) == 16
+    assert screen.fast_forward_stats.get("resolves", 0) == 0
+    assert screen.drain_is_costly(16)  # 48 held + 16 = the window
+    assert not screen.drain_is_costly(15)
+    screen.drain(16)
+    assert screen.fast_forward_stats["resolves"] == 1
+    assert not PyteScreen(20, 5, fast_forward=False).drain_is_costly(1 << 20)
+
+
 def test_feed_copies_a_reused_buffer() -> None:
     screen = PyteScreen(20, 5)
     buf = bytearray(b"abc")

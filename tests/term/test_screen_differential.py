@@ -569,6 +569,28 @@ NAMED: dict[str, tuple[str, int, int]] = {
         20,
         5,
     ),
+    # Identical mode events in a skipped stretch: only the last of each is replayed, so
+    # the order of the last ones decides (cursor hidden at the end, DECSCNM off, ED 3).
+    "repaint_mode_events_collapsed": (
+        "\x1b[?1049h"
+        + (
+            "\x1b[?2026h\x1b[?25l\x1b[1;1Hab\x1b[K\x1b[?25h\x1b[?5h\x1b[3J\x1b[2;1Hc"
+            "\x1b[?5l\x1b[?2026l"
+        )
+        * 4
+        + "\x1b[?25l\x1b[1;1Hz\x1b[?25h\x1b[1;1Hq\x1b[?25l\x1b[1;1Hw\x1b[K",
+        20,
+        5,
+    ),
+    # The paint after a CUP takes only the narrow ranges: a narrow character outside them,
+    # a wide one and a combining mark end it, and the paint element checks them.
+    "repaint_cup_paint_outside_ranges": (
+        "\x1b[?1049h"
+        + ("\x1b[2;1Hab\u03b1\u03b2\x1b[K\x1b[2;1Hx\u4e2dy\x1b[K\x1b[3;5H\u00e9\u0301z\x1b[3;1Hk")
+        * 3,
+        20,
+        5,
+    ),
     "repaint_pending_wrap_moves": (
         "\x1b[?1049h" + ("\x1b[2;1H" + "h" * 20 + "\x1b[A\x1b[3;1H" + "i" * 20 + "\x1b[2K") * 3,
         20,
@@ -987,6 +1009,27 @@ def _differential(g: Genes, data: bytes, cols: int, rows: int, hist: int, window
         f"{bad} differ for {data!r} ({cols}x{rows}, history {hist}, window {window}): "
         + "; ".join(f"{k}: fast={a.get(k)!r:.200} ref={b.get(k)!r:.200}" for k in bad[:2])
     )
+
+
+def test_harness_catches_a_wrong_event_collapse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replaying the first of identical mode events instead of the last must be caught."""
+    from signaltty.term.screen import repaint
+
+    real = repaint.apply_skip
+
+    def first_only(screen: Any, stream: Any, text: str, segment: Any, *rest: Any) -> None:
+        seen: set[Any] = set()
+        events = []
+        for at, event in segment.events:
+            if event not in seen:
+                seen.add(event)
+                events.append((at, event))
+        real(screen, stream, text, segment._replace(events=events), *rest)
+
+    monkeypatch.setattr(repaint, "apply_skip", first_only)
+    text, cols, rows = NAMED["repaint_mode_events_collapsed"]
+    with pytest.raises(AssertionError, match="differs"):
+        run(text.encode(), cols=cols, rows=rows, window=4096, reads=0.0)
 
 
 def test_harness_catches_a_wrong_elision(monkeypatch: pytest.MonkeyPatch) -> None:

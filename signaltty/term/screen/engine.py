@@ -123,6 +123,13 @@ class PyteScreen(VirtualScreen):
             return len(self._pending) + lazy.committed + lazy.held
         return len(self._pending)
 
+    def drain_is_costly(self, max_bytes: int = SCREEN_SLICE_BYTES) -> bool:
+        """See ``VirtualScreen.drain_is_costly``: the next drain fills the lazy window, which
+        then resolves (a scan of up to ``lazy.WINDOW`` chars and the drawing of its live
+        part: about 5 ms for a repaint-only TUI on the reference machine, issue 12)."""
+        lazy = self._lazy
+        return lazy is not None and lazy.resolves_after(min(len(self._pending), max_bytes))
+
     def drain(self, max_bytes: int = SCREEN_SLICE_BYTES) -> int:
         """See ``VirtualScreen.drain``. With fast-forward: committed text is drawn first; else
         up to ``max_bytes`` are decoded into the lazy window (which may resolve), and text

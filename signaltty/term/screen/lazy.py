@@ -91,6 +91,10 @@ class LazyFeed:
         """Chars held lazily."""
         return self._lazy_len
 
+    def resolves_after(self, chars: int) -> bool:
+        """True when pushing ``chars`` more chars would resolve the window (``push``)."""
+        return not self._committed_len and self._lazy_len + chars >= self._limit
+
     def clear(self) -> None:
         self._lazy.clear()
         self._lazy_len = 0

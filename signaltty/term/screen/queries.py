@@ -59,6 +59,13 @@ class VirtualScreen(abc.ABC):
             Bytes applied (0 when nothing is pending or ``max_bytes <= 0``).
         """
 
+    def drain_is_costly(self, max_bytes: int = SCREEN_SLICE_BYTES) -> bool:
+        """True when ``drain(max_bytes)`` may do much more work than ``max_bytes`` of parsing
+        (a backend that batches, like the lazy window's resolve): a caller that time-slices
+        its drains starts such a drain in a fresh slice. This base: never."""
+        del max_bytes
+        return False
+
     @abc.abstractmethod
     def resize(self, cols: int, rows: int) -> None:
         """Resize the model (the PTY's TIOCSWINSZ happens elsewhere). Pending bytes are applied

@@ -41,8 +41,9 @@ character).
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from typing import Final, NamedTuple
+from bisect import bisect_left, bisect_right
+from operator import itemgetter
+from typing import Any, Final, NamedTuple
 
 from pyte import charsets as cs
 from pyte import modes as mo
@@ -59,9 +60,21 @@ from signaltty.term.screen.state import _ALT_MODES, HardenedScreen
 # 1-4: the usual row repaint as one element (CUP, then optionally a paint and EL 0);
 # 5: a run of text and SGR sequences ("paint"); 6-8: any other CSI; 9: a control but ESC;
 # 10: OSC body; (no group): DCS/SOS/PM/APC; 11-12: ESC with intermediates; 13: ESC final.
+# A character outside the ranges TUIs draw with that are all one cell wide (ASCII, Latin-1,
+# dashes and dots, arrows, box drawing and blocks, braille; tests/term checks each against
+# ``_WIDTH``): one C-speed search instead of a set lookup per character.
+NARROW_RANGES: Final = (
+    (0x20, 0x7E), (0xA0, 0xFF), (0x2010, 0x2027), (0x2190, 0x21FF), (0x2500, 0x259F),
+    (0x2800, 0x28FF),
+)  # fmt: skip
+_NARROW_CLASS: Final = "".join(f"{chr(a)}-{chr(b)}" for a, b in NARROW_RANGES)
 _PAINT: Final = r"(?:[^\x00-\x1f\x7f-\x9f]++|\x1b\[[0-?]{0,256}+m)++"
+# The paint right after a CUP takes only characters of the narrow ranges, so that its width
+# is its length less its SGR sequences: a character outside them ends it, and the paint
+# element (5) that follows checks its width.
+_NARROW_PAINT: Final = rf"(?:[{_NARROW_CLASS}]++|\x1b\[[0-?]{{0,256}}+m)++"
 _ELEMENT: Final = re.compile(
-    rf"\x1b\[([0-9]{{0,4}}+)(?:;([0-9]{{0,4}}+))?+[Hf]({_PAINT})?+(\x1b\[0?K)?+"
+    rf"\x1b\[([0-9]{{0,4}}+)(?:;([0-9]{{0,4}}+))?+[Hf]({_NARROW_PAINT})?+(\x1b\[0?K)?+"
     rf"|({_PAINT})"
     r"|\x1b\[([0-?]{0,256})([ -/]{0,16})([@-~])"
     r"|([\x00-\x1a\x1c-\x1f\x7f-\x9f])"
@@ -70,16 +83,10 @@ _ELEMENT: Final = re.compile(
     r"|\x1b(?:([ -/]{1,16})([0-~])|([0-OQ-WYZ\\`-~]))"
 )
 _STRIP_SGR: Final = re.compile("\x1b[^m]*m")
-# A character outside the ranges TUIs draw with that are all one cell wide (ASCII, Latin-1,
-# dashes and dots, arrows, box drawing and blocks, braille; tests/term checks each against
-# ``_WIDTH``): one C-speed search instead of a set lookup per character.
-NARROW_RANGES: Final = (
-    (0x20, 0x7E), (0xA0, 0xFF), (0x2010, 0x2027), (0x2190, 0x21FF), (0x2500, 0x259F),
-    (0x2800, 0x28FF),
-)  # fmt: skip
-_ODD: Final = re.compile("[^" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NARROW_RANGES) + "]")
+_ODD: Final = re.compile(f"[^{_NARROW_CLASS}]")
 _INT_PARAMS: Final = re.compile("[0-9;]*")
 _ESC: Final = "\x1b"
+_AT: Final = itemgetter(0)
 
 # Kinds of writes.
 WRITE: Final = 1
@@ -147,6 +154,8 @@ _CLEAR_WRAP: Final = 13
 _BARRIER: Final = 14
 _OPS: dict[str, tuple[int, int, int, str]] = {}
 _OPS_MAX: Final = 4096
+# CUP parameters → (y, x) per screen size: a repainting TUI moves to the same few hundred places.
+_CUPS: dict[tuple[int, int], dict[tuple[Any, ...], tuple[int, int]]] = {}
 
 
 def _values(params: str) -> tuple[int, ...]:
@@ -250,6 +259,11 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
     match = _ELEMENT.match
     ops = _OPS
     strip = _STRIP_SGR.sub
+    cups = _CUPS.get((lines, columns))
+    if cups is None or len(cups) >= _OPS_MAX:
+        if len(_CUPS) >= 8:
+            _CUPS.clear()
+        cups = _CUPS[lines, columns] = {}
     n = len(text)
     p = pos
     blocker: tuple[str, int, int] | None = None
@@ -262,15 +276,22 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
             break
         e = m.end()
         k = m.lastindex
-        if k is not None and k <= 4:  # CUP [paint] [EL]
-            row, col, run, erase = m.group(1, 2, 3, 4)
-            y = min(max(int(row or 1) - 1, 0), lines - 1)
-            x = min(max(int(col or 1) - 1, 0), columns - 1)
+        if k is not None and k <= 4:  # CUP [narrow paint] [EL]
+            key = m.group(1, 2)
+            yx = cups.get(key)
+            if yx is None:
+                row, col = key
+                yx = cups[key] = (
+                    min(max(int(row or 1) - 1, 0), lines - 1),
+                    min(max(int(col or 1) - 1, 0), columns - 1),
+                )
+            y, x = yx
+            run, erase = m.group(3, 4)
             if run is not None:
                 vis = strip("", run) if _ESC in run else run
                 if vis:
                     width = len(vis)
-                    if x + width > columns or not _narrow(vis):
+                    if x + width > columns:
                         # Let the general path find the barrier inside.
                         e = m.start(3)
                         erase = None
@@ -315,6 +336,10 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
             if code == _CUP:
                 y = min(max((v or 1) - 1, 0), lines - 1)
                 x = min(max((w or 1) - 1, 0), columns - 1)
+            elif code == _EVENT_OP:
+                if v:  # ED 3 ends a pending wrap too
+                    x = min(x, columns - 1)
+                events.append((p, ("csi", m[6], m[7], m[8])))
             elif code == _EL:
                 if x >= columns:
                     x = columns - 1
@@ -367,10 +392,6 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
                     put((len(writes), y, x, x + count))
                     writes.append((p, e, WRITE, x, y, last))
                     x += count
-            elif code == _EVENT_OP:
-                if v:  # ED 3 ends a pending wrap too
-                    x = min(x, columns - 1)
-                events.append((p, ("csi", m[6], m[7], m[8])))
             elif code == _CLEAR_WRAP:
                 x = min(x, columns - 1)
             else:
@@ -478,12 +499,28 @@ def apply_skip(
     state: tuple[int, int, str],
 ) -> None:
     """Skip ``text[a:b]`` (elements of ``segment`` with no live write): replay its events,
-    fold its SGR sequences, and set the cursor and REP's character to ``state``."""
-    for at, event in segment.events:
-        if at < a:
-            continue
-        if at >= b:
-            break
+    fold its SGR sequences, and set the cursor and REP's character to ``state``.
+
+    Of identical CSI events (modes, ``ED 3``) only the last is replayed: each sets state that
+    the last one sets again (a mode's membership, the cursor's visibility, an empty history;
+    nothing scrolls inside a segment), so the earlier ones cannot show. A TUI that brackets
+    every frame with ``?2026h``/``?2026l`` and ``?25l``/``?25h`` leaves four per frame."""
+    events = segment.events
+    first = bisect_left(events, a, key=_AT)
+    chosen = events[first : bisect_left(events, b, first, key=_AT)]
+    if len(chosen) > 2:
+        seen: set[tuple[str, ...]] = set()
+        kept = []
+        for item in reversed(chosen):
+            event = item[1]
+            if event[0] == "csi":
+                if event in seen:
+                    continue
+                seen.add(event)
+            kept.append(item)
+        kept.reverse()
+        chosen = kept
+    for _at, event in chosen:
         if event[0] == "osc":
             stream._dispatch_osc(event[1])
         elif event[0] == "esc":
