@@ -8,8 +8,10 @@ repainting TUI is mostly skipped.
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from signaltty.term.screen import PyteScreen, repaint
+from signaltty.term.screen import PyteScreen, fastforward, repaint
 from signaltty.term.screen.cells import _WIDTH
 from signaltty.term.screen.state import HardenedScreen
 
@@ -76,3 +78,21 @@ def test_a_repainting_tui_is_mostly_skipped() -> None:
     assert stats["skipped"] > 0.9 * len(text), stats
     assert stats["elided"] > 0
     assert screen.faults == 0
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    params=st.text(alphabet=st.characters(min_codepoint=0x30, max_codepoint=0x3F), max_size=6),
+    inter=st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x2F), max_size=2),
+    before=st.text(max_size=20),
+)
+@example(params="2", inter="", before="x")
+@example(params="?2", inter="", before="")
+def test_a_window_without_ed_has_no_clear(params: str, inter: str, before: str) -> None:
+    """``fastforward.may_clear`` lets a window skip the clear scan: every ED the scan reads
+    as a clear of the grid must be seen by it."""
+    seq = f"\x1b[{params}{inter}J"
+    text = before + seq
+    if fastforward.csi_kind(params, inter, "J") == "clear":
+        assert fastforward.may_clear(text, len(before))
+    assert not fastforward.may_clear(before.replace("\x1b", "") + "\x1b[5;1Hab\x1b[K", 0)

@@ -72,6 +72,8 @@ _NOT_DRAWN: Final = re.compile(
     r"(?:\x07|\x1b\\)|[PX^_][^\x18\x1a\x1b]*\x1b\\|[ -/]{0,16}[0-~])|[\x00-\x1f\x7f-\x9f]"
 )
 _LAST_CHAR_WINDOW: Final = 4096
+# Any ED, whatever its parameters: text without one holds no clear to cut to.
+_ANY_ED: Final = re.compile(r"\x1b\[[0-?]*[ -/]*J")
 
 
 class Scan(NamedTuple):
@@ -91,6 +93,12 @@ class Scan(NamedTuple):
     cut: tuple[int, int] | None
     blocker: tuple[str, int, int] | None
     end: int
+
+
+def may_clear(text: str, pos: int) -> bool:
+    """False when ``text[pos:]`` holds no ED at all, so ``scan`` could find no cut in it (one
+    C-speed search; a repaint-only TUI never clears, and its windows skip the scan)."""
+    return _ANY_ED.search(text, pos) is not None
 
 
 def scan(text: str, pos: int) -> Scan:

@@ -254,6 +254,9 @@ class LazyFeed:
         if pos < self._no_cut_before and repaint.applicable(self.screen):
             # An earlier scan of this text found no clear to cut to before there.
             return self._repaint(text, pos, final)
+        if not fastforward.may_clear(text, pos) and repaint.applicable(self.screen):
+            self._no_cut_before = len(text)  # no ED: no clear anywhere in the rest
+            return self._repaint(text, pos, final)
         found = fastforward.scan(text, pos)
         self._no_cut_before = found.end
         if found.cut is not None:
