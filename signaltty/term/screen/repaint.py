@@ -56,18 +56,18 @@ from signaltty.term.screen.parser import TolerantStream
 from signaltty.term.screen.sgr import _PARAM_MAX
 from signaltty.term.screen.state import _ALT_MODES, HardenedScreen
 
-# One element as the parser reads it: its regex forms, alternative by alternative.
-# 1-4: the usual row repaint as one element (CUP, then optionally a paint and EL 0);
-# 5: a run of text and SGR sequences ("paint"); 6-8: any other CSI; 9: a control but ESC;
-# 10: OSC body; (no group): DCS/SOS/PM/APC; 11-12: ESC with intermediates; 13: ESC final.
-# A character outside the ranges TUIs draw with that are all one cell wide (ASCII, Latin-1,
-# dashes and dots, arrows, box drawing and blocks, braille; tests/term checks each against
-# ``_WIDTH``): one C-speed search instead of a set lookup per character.
+# The ranges TUIs draw with that are all one cell wide (ASCII, Latin-1, dashes and dots,
+# arrows, box drawing and blocks, braille; tests/term checks each against ``_WIDTH``): text
+# within them needs no width lookup per character, only C-speed regex classes.
 NARROW_RANGES: Final = (
     (0x20, 0x7E), (0xA0, 0xFF), (0x2010, 0x2027), (0x2190, 0x21FF), (0x2500, 0x259F),
     (0x2800, 0x28FF),
 )  # fmt: skip
 _NARROW_CLASS: Final = "".join(f"{chr(a)}-{chr(b)}" for a, b in NARROW_RANGES)
+# One element as the parser reads it: its regex forms, alternative by alternative.
+# 1-4: the usual row repaint as one element (CUP, then optionally a paint and EL 0);
+# 5: a run of text and SGR sequences ("paint"); 6-8: any other CSI; 9: a control but ESC;
+# 10: OSC body; (no group): DCS/SOS/PM/APC; 11-12: ESC with intermediates; 13: ESC final.
 _PAINT: Final = r"(?:[^\x00-\x1f\x7f-\x9f]++|\x1b\[[0-?]{0,256}+m)++"
 # The paint right after a CUP takes only characters of the narrow ranges, so that its width
 # is its length less its SGR sequences: a character outside them ends it, and the paint
@@ -83,6 +83,7 @@ _ELEMENT: Final = re.compile(
     r"|\x1b(?:([ -/]{1,16})([0-~])|([0-OQ-WYZ\\`-~]))"
 )
 _STRIP_SGR: Final = re.compile("\x1b[^m]*m")
+# A character outside the narrow ranges: one search instead of a set lookup per character.
 _ODD: Final = re.compile(f"[^{_NARROW_CLASS}]")
 _INT_PARAMS: Final = re.compile("[0-9;]*")
 _ESC: Final = "\x1b"
