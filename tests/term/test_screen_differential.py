@@ -1009,6 +1009,50 @@ def _differential(g: Genes, data: bytes, cols: int, rows: int, hist: int, window
         f"{bad} differ for {data!r} ({cols}x{rows}, history {hist}, window {window}): "
         + "; ".join(f"{k}: fast={a.get(k)!r:.200} ref={b.get(k)!r:.200}" for k in bad[:2])
     )
+    # A wider screen shows what the rows hold past the old edge (an erased row's default
+    # cell): a skipped erase of a whole row must show there too.
+    wider = (cols + 1 + g.next() % 9, rows + g.next() % 3)
+    fast.resize(*wider)
+    ref.resize(*wider)
+    a, b = observe(fast), observe(ref)
+    bad = diff(a, b)
+    assert not bad, (
+        f"{bad} differ after a resize to {wider} for {data!r} ({cols}x{rows}, history {hist}, "
+        f"window {window}): "
+        + "; ".join(f"{k}: fast={a.get(k)!r:.200} ref={b.get(k)!r:.200}" for k in bad[:2])
+    )
+
+
+@pytest.mark.parametrize(
+    ("chunks", "size", "window", "wider"),
+    [
+        ([b"b\x1b[42m", b"\x1b[f\x1b[K\x1b[99b"], (20, 5), 1024, (30, 6)),
+        ([b"b\x1b[42m\x1b[f\x1b[K\x1b[99b"], (20, 5), 1024, (30, 6)),
+        ([b"\x1b#8\x1bf\x1b[K[9b"], (3, 2), 4096, (30, 5)),
+        ([b"\x1b[?1049h\x1b[42m\x1b[1;1H\x1b[K\x1b[m" + b"x" * 20], (20, 5), 16, (30, 5)),
+        (
+            [b"\x1b[?1049h" + b"\x1b[44m\x1b[2;1H\x1b[2K\x1b[m\x1b[2;1H" + b"y" * 20] * 3,
+            (20, 5),
+            64,
+            (26, 5),
+        ),
+    ],
+)
+def test_a_skipped_row_erase_shows_after_widening(
+    chunks: list[bytes], size: tuple[int, int], window: int, wider: tuple[int, int]
+) -> None:
+    """An erase of a whole row also sets the row's default cell, which a wider screen shows:
+    later text covering every visible cell does not make it dead (found by an attack pass)."""
+    fast = PyteScreen(*size, window=window)
+    ref = PyteScreen(*size, fast_forward=False)
+    for chunk in chunks:
+        fast.feed(chunk)
+        ref.feed(chunk)
+    assert not diff(observe(fast), observe(ref))
+    fast.resize(*wider)
+    ref.resize(*wider)
+    bad = diff(observe(fast), observe(ref))
+    assert not bad, bad
 
 
 def test_harness_catches_a_wrong_event_collapse(monkeypatch: pytest.MonkeyPatch) -> None:

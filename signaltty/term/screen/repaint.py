@@ -107,7 +107,8 @@ class Segment(NamedTuple):
         writes: ``(start, end, kind, x, y, last)`` per element that writes cells (kind
             ``WRITE`` or ``PINNED``): its span in the text and the cursor column
             (``columns`` for a pending wrap), row and REP's character *before* it.
-        spans: ``(write, row, first, stop)`` per written range of cells, in order.
+        spans: ``(write, row, first, stop)`` per written range of cells, in order; an erase
+            of a whole row has ``stop = columns + 1`` (it also resets the row's default cell).
         events: ``(start, event)`` per replayable element, in order: ``("csi", params,
             inter, final)``, ``("esc", inter, final)`` or ``("osc", body)``.
         blocker: ``(reason, start, end)`` of the element that ended the segment, or None.
@@ -257,6 +258,10 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
     spans: list[tuple[int, int, int, int]] = []
     events: list[tuple[int, tuple[str, ...]]] = []
     put = spans.append
+    # An erase of a whole row replaces the row (its default cell too, which a wider screen
+    # shows): its span takes one more column past the edge, which only another such erase
+    # covers.
+    reset = columns + 1
     match = _ELEMENT.match
     ops = _OPS
     strip = _STRIP_SGR.sub
@@ -310,7 +315,7 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
             if erase is not None:
                 if x >= columns:
                     x = columns - 1
-                put((len(writes), y, x, columns))
+                put((len(writes), y, x, columns if x else reset))
                 writes.append((m.start(4), e, WRITE, x, y, last))
         elif k == 5:
             run = m[5]
@@ -344,7 +349,9 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
             elif code == _EL:
                 if x >= columns:
                     x = columns - 1
-                put((len(writes), y, 0 if v else x, columns if v != 1 else x + 1))
+                first = 0 if v else x
+                stop = columns if v != 1 else x + 1
+                put((len(writes), y, first, reset if not first and stop == columns else stop))
                 writes.append((p, e, WRITE, x, y, last))
             elif code == _CHA:
                 x = min(max((v or 1) - 1, 0), columns - 1)
@@ -366,23 +373,24 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
             elif code == _ECH:
                 if x >= columns:
                     x = columns - 1
-                put((len(writes), y, x, min(x + _count(v, columns), columns)))
+                stop = min(x + _count(v, columns), columns)
+                put((len(writes), y, x, reset if not x and stop == columns else stop))
                 writes.append((p, e, WRITE, x, y, last))
             elif code == _ED:
                 if x >= columns:
                     x = columns - 1
                 i = len(writes)
                 if v == 0:
-                    put((i, y, x, columns))
+                    put((i, y, x, columns if x else reset))
                     for row in range(y + 1, lines):
-                        put((i, row, 0, columns))
+                        put((i, row, 0, reset))
                 elif v == 1:
                     for row in range(y):
-                        put((i, row, 0, columns))
-                    put((i, y, 0, x + 1))
+                        put((i, row, 0, reset))
+                    put((i, y, 0, x + 1 if x + 1 < columns else reset))
                 else:
                     for row in range(lines):
-                        put((i, row, 0, columns))
+                        put((i, row, 0, reset))
                 writes.append((p, e, PINNED if v == 2 else WRITE, x, y, last))
             elif code == _REP:
                 if last:
