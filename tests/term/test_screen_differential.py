@@ -1036,6 +1036,15 @@ def _differential(g: Genes, data: bytes, cols: int, rows: int, hist: int, window
             64,
             (26, 5),
         ),
+        # a plain erase still resets a row that a coloured erase before the segment left
+        # (DECSC ends the first segment)
+        (
+            [b"\x1b[?1049h\x1b[42m\x1b[2;1H\x1b[2K\x1b[m\x1b7"]
+            + [b"\x1b[2;1H\x1b[2K\x1b[2;1H" + b"z" * 20] * 3,
+            (20, 5),
+            4096,
+            (27, 5),
+        ),
     ],
 )
 def test_a_skipped_row_erase_shows_after_widening(

@@ -49,7 +49,7 @@ from pyte import charsets as cs
 from pyte import modes as mo
 
 from signaltty.core.limits import MAX_OSC_PAYLOAD
-from signaltty.term.screen.cells import _DATA, _LAT1, _NARROW, _NARROW_MAX, _WIDTH
+from signaltty.term.screen.cells import _BLANK, _DATA, _LAT1, _NARROW, _NARROW_MAX, _WIDTH
 from signaltty.term.screen.fastforward import UNFINISHED
 from signaltty.term.screen.history import fold_sgr
 from signaltty.term.screen.parser import TolerantStream
@@ -83,6 +83,9 @@ _ELEMENT: Final = re.compile(
     r"|\x1b(?:([ -/]{1,16})([0-~])|([0-OQ-WYZ\\`-~]))"
 )
 _STRIP_SGR: Final = re.compile("\x1b[^m]*m")
+# An SGR with a parameter that sets a background colour (40-48, 100-107); a 256-colour index
+# of that value also matches, which only keeps an erase live.
+_BG_SGR: Final = re.compile(r"\x1b\[(?:[0-9:;]*[;:])?(?:4[0-8]|10[0-7])(?:[;:][0-9:;]*)?m")
 # A character outside the narrow ranges: one search instead of a set lookup per character.
 _ODD: Final = re.compile(f"[^{_NARROW_CLASS}]")
 _INT_PARAMS: Final = re.compile("[0-9;]*")
@@ -114,6 +117,8 @@ class Segment(NamedTuple):
         blocker: ``(reason, start, end)`` of the element that ended the segment, or None.
         end: where the segment ends (a blocker, an unfinished sequence, or the text's end).
         state: ``(x, y, last)`` at ``end``.
+        bg_free: no SGR between ``start`` and ``end`` may set a background colour, so every
+            erase in the segment blanks with the background the cursor has at ``start``.
     """
 
     start: int
@@ -123,6 +128,7 @@ class Segment(NamedTuple):
     blocker: tuple[str, int, int] | None
     end: int
     state: tuple[int, int, str]
+    bg_free: bool = False
 
 
 def applicable(screen: HardenedScreen) -> bool:
@@ -463,7 +469,8 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
                 blocker = ("state", p, e)
                 break
         p = e
-    return Segment(pos, writes, spans, events, blocker, p, (x, y, last))
+    bg_free = _BG_SGR.search(text, pos, p) is None
+    return Segment(pos, writes, spans, events, blocker, p, (x, y, last), bg_free)
 
 
 def plan(screen: HardenedScreen, segment: Segment) -> bytearray:
@@ -482,9 +489,18 @@ def plan(screen: HardenedScreen, segment: Segment) -> bytearray:
         row = buffer.get(y)
         if row is not None and "" in map(_DATA, row.values()):
             stubby.add(y)
+    # An erase of a whole row (``stop`` past the edge) also sets the row's default cell: it
+    # can show only if that differs from what the row has, which it cannot while every erase
+    # blanks with the plain background and the row's default is the plain blank already.
+    columns = screen.columns
+    plain = segment.bg_free and screen.cursor.attrs.bg == "default"
     cover: dict[int, int] = {}
     get = cover.get
     for index, y, first, stop in reversed(segment.spans):
+        if stop > columns and plain:
+            row = buffer.get(y)
+            if (buffer.fill if row is None else row.default) == _BLANK:
+                stop = columns
         if stop <= first:
             continue
         bits = (1 << stop) - (1 << first)
