@@ -60,10 +60,6 @@ class Bus:
             self._pane_waiters.setdefault(pane_id, set()).add(ev)
         return ev
 
-    def waiting_on(self, pane_id: str) -> bool:
-        """True while a waiter would be woken by ``poke(pane_id)``."""
-        return bool(self._any_waiters) or pane_id in self._pane_waiters
-
     def drop_waiter(self, pane_id: str | None, ev: asyncio.Event) -> None:
         if pane_id is None:
             self._any_waiters.discard(ev)

@@ -39,7 +39,6 @@ from signaltty.core.model import Pane, iso
 from signaltty.core.rules import NotificationInput
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server.coalesce import Coalescer
-from signaltty.server.held_output import HeldOutput, needs_pump_now
 from signaltty.server.status_layer import ProgramStatusLayer
 from signaltty.server.term_replies import ReplyJob, TerminalReplies
 from signaltty.term import osc
@@ -56,10 +55,6 @@ _PENDING_HIGH = 64 * 1024
 _PENDING_LOW = 16 * 1024
 # Pending screen bytes that start a drain at once instead of waiting for a reader or the sweep.
 _DRAIN_NOW = 16 * 1024
-# Reads the pump may hold back (``_may_hold``, server/held_output.py): each under this size,
-# and at most this much held per pane.
-_HOLD_READ_MAX = 4096
-_HOLD_MAX = 16 * 1024
 # After the child exits, read what it left in the PTY, at most this much at once.
 _EXIT_DRAIN_BYTES = 256 * 1024
 # OSC 7 cwd reports name this host (agents.md §7.2).
@@ -80,7 +75,7 @@ class PaneRuntime(TerminalReplies):
     def __init__(self, store: Store, pane: Pane, screen: VirtualScreen | None = None) -> None:
         self.store = store
         self.pane = pane
-        self._screen: VirtualScreen = screen or PyteScreen(pane.cols, pane.rows)
+        self.screen: VirtualScreen = screen or PyteScreen(pane.cols, pane.rows)
         self.scanner = osc.OscScanner(hostname=_HOSTNAME)
         self.raw = bytearray()
         self.output_offset = 0
@@ -111,22 +106,6 @@ class PaneRuntime(TerminalReplies):
         self.on_exit_hooks: list[Callable[[PaneRuntime], None]] = []
         self.status = ProgramStatusLayer(store, pane)
         self._reply_tasks: set[asyncio.Task[None]] = set()
-        # reads held back by the pump (``_may_hold``), in order
-        self._held: list[bytes] = []
-        self._held_len = 0
-        self._batch = HeldOutput.for_loop(self._loop)
-
-    @property
-    def screen(self) -> VirtualScreen:
-        """The screen model, with held reads processed first (``flush_held``)."""
-        if self._held:
-            self.flush_held()
-        return self._screen
-
-    @screen.setter
-    def screen(self, screen: VirtualScreen) -> None:
-        self.flush_held()
-        self._screen = screen
 
     # ---------------------------------------------------------------- viewers
 
@@ -180,14 +159,12 @@ class PaneRuntime(TerminalReplies):
 
     def _on_readable(self) -> None:
         try:
-            self._read_once(hold=True)
+            self._read_once()
         except Exception:  # noqa: BLE001 - one pane's fault must not reach the loop
             log.exception("pump.failed", pane_id=self.pane.id)
             self.scanner.reset()
 
-    def _read_once(self, limit: int = PTY_READ_BYTES, *, hold: bool = False) -> int:
-        """Read once; the bytes go through the pump, or wait in ``_held`` when ``hold`` and
-        ``_may_hold``. Returns the bytes read, 0 when none were ready, -1 at the end."""
+    def _read_once(self, limit: int = PTY_READ_BYTES) -> int:
         assert self.proc is not None
         try:
             data = os.read(self.proc.master_fd, limit)
@@ -201,53 +178,11 @@ class PaneRuntime(TerminalReplies):
         if not data:
             self._on_eof()
             return -1
-        if hold and self._may_hold(data):
-            if not self._held:
-                self._batch.add(self)
-            self._held.append(data)
-            self._held_len += len(data)
-            return len(data)
-        if self._held:
-            data = b"".join([*self._held, data])
-            self._held.clear()
-            self._held_len = 0
-            self._batch.discard(self)
         self._process(data)
         return len(data)
 
-    def _may_hold(self, data: bytes) -> bool:
-        """True when ``data`` may wait for the next flush (server/held_output.py): a small
-        read of a pane nobody follows live (no viewer, output listener or waiter), with no
-        query in flight or in it, that leaves the OSC scanner at rest."""
-        return (
-            len(data) < _HOLD_READ_MAX
-            and self._held_len + len(data) <= _HOLD_MAX
-            and not self.viewers
-            and not self._output_listeners
-            and self._reply_job is None
-            and not self._handing_over
-            and (bool(self._held) or self.scanner.at_ground)
-            and not self.store.bus.waiting_on(self.pane.id)
-            and not needs_pump_now(data)
-        )
-
-    def flush_held(self) -> None:
-        """Put the held reads through the pump now, in order (one pass)."""
-        if not self._held:
-            return
-        data = b"".join(self._held)
-        self._held.clear()
-        self._held_len = 0
-        self._batch.discard(self)
-        try:
-            self._process(data)
-        except Exception:  # noqa: BLE001 - as in ``_on_readable``
-            log.exception("pump.failed", pane_id=self.pane.id)
-            self.scanner.reset()
-
     def _on_eof(self) -> None:
         """EIO on the master: end of output (not exit; the exit watcher decides that)."""
-        self.flush_held()
         self._stop_reading()
         self.eof = True
         self._apply_items(self.scanner.feed_eof())
@@ -261,7 +196,7 @@ class PaneRuntime(TerminalReplies):
         prefed = self._answer_queries(items, data) if items else 0
         self._append_raw(data)
         self.pane.last_activity_at = time.time()
-        self._screen.feed(data[prefed:] if prefed else data)
+        self.screen.feed(data[prefed:] if prefed else data)
         if self.viewers:
             for viewer in list(self.viewers):
                 try:
@@ -274,7 +209,7 @@ class PaneRuntime(TerminalReplies):
                 listener(data)
         if items:
             self._apply_items(items)
-        if self._screen.pending >= _DRAIN_NOW:
+        if self.screen.pending >= _DRAIN_NOW:
             self._schedule_drain()
         self.store.touched.add(self.pane.id)
         self.store.bus.poke(self.pane.id)  # output waits re-read the (settled) screen
@@ -354,29 +289,29 @@ class PaneRuntime(TerminalReplies):
         # screen sweep, which apply them in one batch: a spinner redrawing at 10 fps is
         # parsed five frames at a time instead of frame by frame. Only a backlog is drained
         # right away, in time slices.
-        if self._screen.pending < _DRAIN_NOW:
+        if self.screen.pending < _DRAIN_NOW:
             return
         if self._drain_task is None or self._drain_task.done():
             self._settled.clear()
             self._drain_task = self._loop.create_task(self._drain(), name=f"drain-{self.pane.id}")
-        if self._screen.pending > _PENDING_HIGH and not self._paused:
+        if self.screen.pending > _PENDING_HIGH and not self._paused:
             self._paused = True
             self._stop_reading()
 
     async def _drain(self) -> None:
         try:
-            while self._screen.pending:
+            while self.screen.pending:
                 # Feed small pieces until the time slice is used up, then yield: escape-dense
                 # or scroll-heavy input costs far more per byte than plain text.
                 deadline = time.perf_counter() + SCREEN_SLICE_S
                 fed = 0
-                while self._screen.pending and fed < SCREEN_SLICE_BYTES:
-                    if fed and self._screen.drain_is_costly(SCREEN_PIECE_BYTES):
+                while self.screen.pending and fed < SCREEN_SLICE_BYTES:
+                    if fed and self.screen.drain_is_costly(SCREEN_PIECE_BYTES):
                         break  # a resolve of the lazy window gets a slice of its own
-                    fed += self._screen.drain(SCREEN_PIECE_BYTES)
+                    fed += self.screen.drain(SCREEN_PIECE_BYTES)
                     if time.perf_counter() >= deadline:
                         break
-                if self._paused and self._screen.pending < _PENDING_LOW:
+                if self._paused and self.screen.pending < _PENDING_LOW:
                     self._paused = False
                     self._start_reading()
                 await asyncio.sleep(0)
@@ -395,7 +330,6 @@ class PaneRuntime(TerminalReplies):
         Bounded: output that keeps arriving meanwhile is not waited for, so a pane that
         never stops printing cannot stall a read, an attach or a save.
         """
-        self.flush_held()
         task = self._reply_task
         if task is not None and not task.done():
             # Bytes held back behind a deferred cursor report count as pending; the task
@@ -409,7 +343,6 @@ class PaneRuntime(TerminalReplies):
     def settle_now(self) -> None:
         """Apply pending bytes synchronously (bounded by the reader's pause threshold),
         finishing a deferred cursor report first so that its held bytes are included."""
-        self.flush_held()
         job = self._reply_job
         if job is not None and job.deferred:
             self._advance_replies(job, None, None)
@@ -417,9 +350,6 @@ class PaneRuntime(TerminalReplies):
             self.screen.drain(SCREEN_SLICE_BYTES * 16)
 
     def add_output_listener(self, fn: Callable[[bytes], None]) -> None:
-        """``fn`` gets every chunk the pump processes from now on (held reads are older:
-        processed first, without it)."""
-        self.flush_held()
         self._output_listeners.add(fn)
 
     def remove_output_listener(self, fn: Callable[[bytes], None]) -> None:
@@ -467,7 +397,6 @@ class PaneRuntime(TerminalReplies):
         return ("\n".join([text, *alt_rows]) if text else alt), truncated, True
 
     def raw_text(self) -> str:
-        self.flush_held()
         return bytes(self.raw).decode("utf-8", errors="replace")
 
     # ---------------------------------------------------------------- input
@@ -562,7 +491,6 @@ class PaneRuntime(TerminalReplies):
 
     def _on_child_exit(self, code: int | None) -> None:
         # Output the child wrote right before exiting is processed before the exit.
-        self.flush_held()
         drained = 0
         while self._reading and drained < _EXIT_DRAIN_BYTES:
             try:
@@ -648,7 +576,6 @@ class PaneRuntime(TerminalReplies):
 
     def close(self) -> None:
         """Release the master and stop watching (idempotent); the child is reaped if it exits."""
-        self.flush_held()
         self.closed = True
         self.viewers.clear()
         self._passive.clear()

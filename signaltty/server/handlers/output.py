@@ -67,7 +67,6 @@ class OutputHandlers:
         # From here to the return nothing awaits: the viewer is registered before the snapshot,
         # and the response is queued before any later pty.data.
         if rt.live and conn is not None:
-            rt.flush_held()  # reads held during the settle belong to the snapshot, not the viewer
             rt.viewers.add(conn)
             conn.attached.add(rt.pane.id)
             # a viewer that does not mark seen is not a person looking (desktop-and-service
