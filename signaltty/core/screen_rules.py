@@ -206,6 +206,8 @@ class _Regions:
     deadline: float = field(default_factory=lambda: time.perf_counter() + EVALUATION_BUDGET_S)
     _lines: list[str] | None = None
     _cache: dict[tuple[str, int | None], str | None] = field(default_factory=dict)
+    # the lines of each line region before its ``lines`` cut (several rules share a region)
+    _slices: dict[str, list[str]] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         if self._lines is None:
@@ -235,7 +237,9 @@ class _Regions:
         if region == "top":
             picked = lines[: min(n or MAX_REGION_LINES, MAX_REGION_LINES)]
             return "\n".join(picked)
-        picked = _slice(region, lines)
+        picked = self._slices.get(region)
+        if picked is None:
+            picked = self._slices[region] = _slice(region, lines)
         keep = min(n, MAX_REGION_LINES) if n is not None else MAX_REGION_LINES
         return "\n".join(picked[-keep:] if keep else [])
 
@@ -244,7 +248,7 @@ def _slice(region: str, lines: list[str]) -> list[str]:
     if region in ("bottom", "screen"):
         return lines
     if region in ("prompt_box", "above_prompt_box", "after_last_rule"):
-        rules = [i for i, line in enumerate(lines) if is_rule_line(line)]
+        rules = [i for i, line in enumerate(lines) if _RULE_CHAR in line and is_rule_line(line)]
         if region == "after_last_rule":
             return lines[rules[-1] + 1 :] if rules else lines
         if len(rules) < 2:
@@ -325,11 +329,19 @@ def winner(
     view: ScreenView,
     order: Sequence[int],
     disabled: Collection[int] = (),
+    memo: dict[int, tuple[str | None, bool]] | None = None,
 ) -> tuple[int | None, tuple[int, ...]]:
     """The winning rule's index without evaluating the rules that cannot win.
 
     Same result as ``evaluate(...).winner``: rules are tried in ``order`` (``priority_order``)
     and the first match wins. The sweep uses this; ``pane.explain`` uses ``evaluate``.
+
+    Args:
+        memo: the caller's record of earlier outcomes, ``{index: (region text, matched)}``,
+            read and updated here. A rule whose region text equals the one recorded is not
+            searched again: a match depends on the rule and that text only (a spinner's
+            redraw changes the few regions that hold its line, issue 12). The caller clears
+            it when ``rules`` change. A search that ran out of time is not recorded.
 
     Returns:
         ``(index or None, indices of rules whose search ran out of time)``.
@@ -340,11 +352,26 @@ def winner(
         rule = rules[i]
         if disabled and id(rule) in disabled:
             continue
-        try:
-            if rule_matches(rule, regions):
-                return i, tuple(timed_out)
-        except TimeoutError:
-            timed_out.append(i)
+        if memo is None:
+            try:
+                if rule_matches(rule, regions):
+                    return i, tuple(timed_out)
+            except TimeoutError:
+                timed_out.append(i)
+            continue
+        text = regions.text(rule.region, rule.lines)
+        known = memo.get(i)
+        if known is not None and known[0] == text:
+            matched = known[1]
+        else:
+            try:
+                matched = rule_matches(rule, regions)
+            except TimeoutError:
+                timed_out.append(i)
+                continue
+            memo[i] = (text, matched)
+        if matched:
+            return i, tuple(timed_out)
     return None, tuple(timed_out)
 
 

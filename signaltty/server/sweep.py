@@ -77,6 +77,8 @@ class PaneSweep:
     # everything the outcome depends on, cheap to compare: an unchanged pane costs one compare
     stamp: tuple[Any, ...] | None = None
     quick: tuple[Any, ...] | None = None
+    # each rule's last region text and outcome (``screen_rules.winner``'s memo)
+    memo: dict[int, tuple[str | None, bool]] = field(default_factory=dict)
 
     @property
     def timing(self) -> bool:
@@ -253,6 +255,7 @@ class ScreenSweep:
             if had_rules and not st.rules and pane.authority == Authority.SCREEN:
                 self.store.apply(layer_rules.end_screen_rules(pane, now=self.store.now()))
             st.order = priority_order(st.rules)
+            st.memo.clear()
             if key[0] != self._catalog_id:
                 # a reloaded catalog has new rule objects: forget the old ones' record
                 self._catalog_id = key[0]
@@ -351,7 +354,7 @@ class ScreenSweep:
         if view_key != st.view_key or not st.evaluated:
             st.view_key = view_key
             st.winner, timed_out = winner(
-                st.rules, _screen_view(pane, st.rows), st.order, self.disabled
+                st.rules, _screen_view(pane, st.rows), st.order, self.disabled, st.memo
             )
             st.evaluated = True
             st.evaluations += 1

@@ -156,3 +156,50 @@ def test_winner_short_cut_agrees_with_a_full_evaluation() -> None:
         view = ScreenView(rows=path.read_text(encoding="utf-8").split("\n"), title="⠙ x", osc_progress="4;1;50")
         for rules in sets:
             assert winner(rules, view, priority_order(rules))[0] == evaluate(rules, view).winner, path
+
+
+def test_winner_with_a_memo_agrees_with_a_full_evaluation_over_changing_screens() -> None:
+    # one memo per rule set carried across every fixture screen in a shuffled order, each
+    # also seen again with one line changed and then unchanged (what the sweep's memo sees)
+    import random
+    from pathlib import Path
+
+    from signaltty.agents.catalog import load_catalog
+    from signaltty.core.screen_rules import priority_order, region_text, winner
+
+    catalog = load_catalog(None)
+    screens = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "screens").rglob("*.txt"))
+    rng = random.Random(12)
+    views: list[ScreenView] = []
+    for path in rng.sample(screens, len(screens)):
+        rows = path.read_text(encoding="utf-8").split("\n")
+        title = rng.choice([None, "⠙ x", "✳ Claude Code"])
+        views.append(ScreenView(rows=rows, title=title))
+        changed = list(rows)
+        changed[rng.randrange(len(changed))] = rng.choice(["", "✻ Doing… (3s · ↓ 12 tokens)", "─" * 40, "› "])
+        views += [ScreenView(rows=changed, title=title)] * 2
+    sets = [e.rules for e in catalog.entries() if e.rules]
+    for rules in sets:
+        order = priority_order(rules)
+        memo: dict = {}
+        for view in views:
+            assert winner(rules, view, order, (), memo)[0] == evaluate(rules, view).winner
+            for i, (text, _matched) in memo.items():
+                if text == region_text(view, rules[i].region, rules[i].lines):
+                    assert _matched == evaluate([rules[i]], view).matched[0]
+        assert memo  # the rules it tried are on record
+
+
+def test_a_memo_never_records_a_search_that_ran_out_of_time() -> None:
+    from signaltty.core.screen_rules import priority_order, winner
+
+    slow = rule("slow", "working", region="screen", regex=["(?:(?:a|aa)+)+c"], priority=1)
+    ok = rule("ok", "idle", regex=["b"])
+    view = ScreenView(rows=["a" * 60 + "b"])
+    memo: dict = {}
+    order = priority_order([slow, ok])
+    assert winner([slow, ok], view, order, (), memo) == (1, (0,))
+    assert 0 not in memo
+    assert memo[1] == ("a" * 60 + "b", True)
+    # the same screen again: the slow rule is searched (and times out) again
+    assert winner([slow, ok], view, order, (), memo) == (1, (0,))
