@@ -38,6 +38,7 @@ from signaltty.core.limits import (
 from signaltty.core.model import Pane, iso
 from signaltty.core.rules import NotificationInput
 from signaltty.proto.envelope import SignalttyError
+from signaltty.server import read_batch
 from signaltty.server.coalesce import Coalescer
 from signaltty.server.status_layer import ProgramStatusLayer
 from signaltty.server.term_replies import ReplyJob, TerminalReplies
@@ -55,6 +56,10 @@ _PENDING_HIGH = 64 * 1024
 _PENDING_LOW = 16 * 1024
 # Pending screen bytes that start a drain at once instead of waiting for a reader or the sweep.
 _DRAIN_NOW = 16 * 1024
+# A read at least this large means the program prints in bulk: its master is read directly
+# (not in ``read_batch`` rounds) until no read this large came for BULK_HOLD_S seconds.
+_BULK_READ = 2048
+_BULK_HOLD_S = 0.25
 # After the child exits, read what it left in the PTY, at most this much at once.
 _EXIT_DRAIN_BYTES = 256 * 1024
 # OSC 7 cwd reports name this host (agents.md §7.2).
@@ -89,6 +94,10 @@ class PaneRuntime(TerminalReplies):
         self.retained_text: str | None = None
         self._loop = asyncio.get_running_loop()
         self._reading = False
+        # ``read_batch``: the master is read in rounds (None: the platform has no batcher)
+        self._batcher = read_batch.for_loop(self._loop)
+        self._batched = False
+        self._direct_until = 0.0  # bulk output: read directly until then (monotonic s)
         self._paused = False
         self._handing_over = False  # readers stay off until the restart (issue 15)
         self._drain_task: asyncio.Task[None] | None = None
@@ -148,14 +157,50 @@ class PaneRuntime(TerminalReplies):
             and self._reply_job is None  # held bytes of a deferred cursor report go first
             and not self._handing_over
         ):
-            self._loop.add_reader(self.proc.master_fd, self._on_readable)
+            fd = self.proc.master_fd
+            if self._batched:
+                assert self._batcher is not None
+                self._batcher.add(fd, self._on_readable)
+            else:
+                self._loop.add_reader(fd, self._on_readable)
             self._reading = True
 
     def _stop_reading(self) -> None:
         if self.proc is not None and self._reading:
-            with contextlib.suppress(ValueError, OSError):
-                self._loop.remove_reader(self.proc.master_fd)
+            fd = self.proc.master_fd
+            if self._batched:
+                assert self._batcher is not None
+                self._batcher.remove(fd)
+            else:
+                with contextlib.suppress(ValueError, OSError):
+                    self._loop.remove_reader(fd)
             self._reading = False
+
+    @property
+    def reads_batched(self) -> bool:
+        """True while the master is read in ``read_batch`` rounds (output up to
+        ``READ_BATCH_S`` late), False while it is read as soon as output arrives."""
+        return self._reading and self._batched
+
+    def _choose_reader(self, size: int) -> None:
+        """Read in ``read_batch`` rounds unless someone follows the pane live (a viewer or an
+        output listener) or it prints in bulk (a read of ``_BULK_READ`` or more, until
+        ``_BULK_HOLD_S`` without one): those are read as soon as output arrives."""
+        now = time.monotonic()
+        if size >= _BULK_READ:
+            self._direct_until = now + _BULK_HOLD_S
+        batched = (
+            self._batcher is not None
+            and now >= self._direct_until
+            and not self.viewers
+            and not self._output_listeners
+        )
+        if batched != self._batched and self._reading:
+            self._stop_reading()
+            self._batched = batched
+            self._start_reading()
+        else:
+            self._batched = batched
 
     def _on_readable(self) -> None:
         try:
@@ -179,6 +224,7 @@ class PaneRuntime(TerminalReplies):
             self._on_eof()
             return -1
         self._process(data)
+        self._choose_reader(len(data))
         return len(data)
 
     def _on_eof(self) -> None:
@@ -351,6 +397,11 @@ class PaneRuntime(TerminalReplies):
 
     def add_output_listener(self, fn: Callable[[bytes], None]) -> None:
         self._output_listeners.add(fn)
+        self._choose_reader(0)
+
+    def follow_live(self) -> None:
+        """A viewer was added: read the master as soon as output arrives from now on."""
+        self._choose_reader(0)
 
     def remove_output_listener(self, fn: Callable[[bytes], None]) -> None:
         self._output_listeners.discard(fn)

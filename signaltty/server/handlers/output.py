@@ -68,6 +68,7 @@ class OutputHandlers:
         # and the response is queued before any later pty.data.
         if rt.live and conn is not None:
             rt.viewers.add(conn)
+            rt.follow_live()
             conn.attached.add(rt.pane.id)
             # a viewer that does not mark seen is not a person looking (desktop-and-service
             # §6.1 "interactive viewer"); the others keep the pane from turning unread

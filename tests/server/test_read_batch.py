@@ -1,0 +1,253 @@
+"""Batched PTY reads (server/read_batch.py, issue 12): real PTYs, the real uvloop and asyncio
+loops, and the pump of a real child process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pty
+import selectors
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import uvloop
+
+from signaltty.core.model import Pane
+from signaltty.server.bus import Bus
+from signaltty.server.panes import PaneRuntime
+from signaltty.server.read_batch import ReadBatcher, for_loop
+from signaltty.server.store import Store
+from signaltty.term import pty as ptymod
+
+RUNNERS: dict[str, Callable[[Awaitable[Any]], Any]] = {
+    "uvloop": uvloop.run,
+    "asyncio": asyncio.run,
+}
+
+
+async def _until(check: Callable[[], bool], within_s: float = 10.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.005)
+
+
+class _Ptys:
+    """Real PTY pairs: the test writes to the slave, the batcher reads the master."""
+
+    def __init__(self, n: int) -> None:
+        self.pairs = [pty.openpty() for _ in range(n)]
+        for master, _slave in self.pairs:
+            os.set_blocking(master, False)
+
+    def write(self, i: int, data: bytes) -> None:
+        os.write(self.pairs[i][1], data)
+
+    def master(self, i: int) -> int:
+        return self.pairs[i][0]
+
+    def close(self) -> None:
+        for master, slave in self.pairs:
+            for fd in (master, slave):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_masters_readable_by_the_end_of_the_delay_are_read_in_one_round(runner: str) -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        batcher = ReadBatcher(loop, selectors.DefaultSelector(), delay_s=0.2)
+        ptys = _Ptys(3)
+        passes: list[int] = []  # bumped by a callback between loop passes
+        reads: list[tuple[int, int, bytes]] = []
+
+        def reader(i: int) -> Callable[[], None]:
+            def on_readable() -> None:
+                reads.append((i, len(passes), os.read(ptys.master(i), 1024)))
+                loop.call_soon(passes.append, 1)
+
+            return on_readable
+
+        try:
+            for i in range(3):
+                batcher.add(ptys.master(i), reader(i))
+            ptys.write(0, b"first")
+            await asyncio.sleep(0.05)  # the round is armed and waits
+            assert reads == []
+            ptys.write(2, b"third")
+            await _until(lambda: len(reads) == 2)
+            await asyncio.sleep(0.05)
+            # both in one pass of the loop; pane 1 printed nothing and was not read
+            assert sorted((i, data) for i, _, data in reads) == [(0, b"first"), (2, b"third")]
+            assert reads[0][1] == reads[1][1]
+            # the next output arms the next round
+            ptys.write(1, b"second")
+            await _until(lambda: len(reads) == 3)
+            assert reads[2][0] == 1
+            assert reads[2][2] == b"second"
+        finally:
+            for i in range(3):
+                batcher.remove(ptys.master(i))
+            ptys.close()
+
+    RUNNERS[runner](scenario())
+
+
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_a_reader_removed_or_failing_mid_round_costs_the_others_nothing(runner: str) -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        batcher = ReadBatcher(loop, selectors.DefaultSelector(), delay_s=0.05)
+        ptys = _Ptys(3)
+        reads: list[int] = []
+
+        def remover() -> None:
+            # removes the other two: whichever of them the round had not reached yet is
+            # not called (removing one already read is a no-op)
+            reads.append(0)
+            os.read(ptys.master(0), 1024)
+            batcher.remove(ptys.master(1))
+            batcher.remove(ptys.master(2))
+
+        def failing() -> None:
+            reads.append(1)
+            raise RuntimeError("a pane's fault")
+
+        try:
+            batcher.add(ptys.master(0), remover)
+            batcher.add(ptys.master(1), failing)
+            batcher.add(ptys.master(2), lambda: reads.append(2))
+            for i in range(3):
+                ptys.write(i, b"x")
+            await _until(lambda: 0 in reads)
+            await asyncio.sleep(0.2)
+            assert reads.count(0) == 1
+            # 1 and 2 ran only if the selector listed them before 0: at most once each
+            assert reads.count(1) <= 1
+            assert reads.count(2) <= 1
+            assert len(batcher) == 1
+            # a failing reader does not stop the rounds: re-register it, it is called again
+            # (level-triggered: its byte is still unread) and so is every later round
+            reads.clear()
+            batcher.add(ptys.master(1), failing)
+            await _until(lambda: reads.count(1) >= 2)
+        finally:
+            for i in range(3):
+                batcher.remove(ptys.master(i))
+            ptys.close()
+
+    RUNNERS[runner](scenario())
+
+
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_without_masters_the_loop_watches_nothing(runner: str) -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        selector = selectors.DefaultSelector()
+        batcher = ReadBatcher(loop, selector, delay_s=0.01)
+        ptys = _Ptys(1)
+        try:
+            batcher.add(ptys.master(0), lambda: os.read(ptys.master(0), 1024))
+            batcher.remove(ptys.master(0))
+            assert len(batcher) == 0
+            # nothing of the batcher's is left on the loop (asyncio's remove_reader says
+            # False when the descriptor was not watched; uvloop's says nothing)
+            if runner == "asyncio":
+                assert loop.remove_reader(selector.fileno()) is False
+            batcher.remove(ptys.master(0))  # twice: a no-op
+        finally:
+            ptys.close()
+
+    RUNNERS[runner](scenario())
+
+
+# ---------------------------------------------------------------- the pump
+
+
+def _pane(cols: int = 80, rows: int = 24) -> Pane:
+    now = time.time()
+    return Pane(
+        id="pane_batch", workspace_id="ws_x", argv=["python"], cwd="/", launch_cwd="/",
+        created_at=now, last_activity_at=now, cols=cols, rows=rows,
+    )  # fmt: skip
+
+
+class _Viewer:
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def deliver_data(self, pane_id: str, data: bytes, output_offset: int) -> None:
+        self.data += data
+
+    def detached(self, pane_id: str) -> None:
+        pass
+
+
+# Prints a numbered line every 20 ms; on "bulk\n" from its input prints 400 KB at once.
+_PRINTER = r"""
+import os, select, sys
+i = 0
+while True:
+    r, _, _ = select.select([0], [], [], 0.02)
+    if r:
+        line = sys.stdin.readline()
+        if not line or line.startswith("quit"):
+            break
+        if line.startswith("bulk"):
+            sys.stdout.write(("B" * 79 + "\n") * 5000)
+    sys.stdout.write(f"line {i}\n")
+    sys.stdout.flush()
+    i += 1
+"""
+
+
+async def test_the_pump_reads_quiet_panes_in_rounds_and_followed_or_bulk_ones_directly() -> None:
+    store = Store(Bus())
+    pane = _pane()
+    store.panes[pane.id] = pane
+    rt = PaneRuntime(store, pane)
+    proc = ptymod.spawn(
+        [sys.executable, "-c", _PRINTER], env=dict(os.environ), cwd="/", cols=80, rows=24
+    )
+    rt.start(proc)
+    try:
+        # small lines, nobody following: read in rounds, and every line reaches the screen
+        await _until(lambda: rt.reads_batched and rt.output_offset > 200)
+        assert for_loop(asyncio.get_running_loop()) is not None
+
+        def last_line_number() -> int:
+            rt.settle_now()
+            numbers = [int(r.split()[1]) for r in rt.screen.peek_rows() if r.startswith("line ")]
+            return max(numbers, default=-1)
+
+        seen = last_line_number()
+        await _until(lambda: last_line_number() >= seen + 5)
+        assert rt.output_offset == len(rt.raw)  # no byte lost on the way
+
+        # a viewer follows the pane: read as soon as output arrives, and it gets the bytes
+        viewer = _Viewer()
+        rt.viewers.add(viewer)
+        rt.follow_live()
+        assert not rt.reads_batched
+        await _until(lambda: b"line" in viewer.data)
+        rt.viewers.discard(viewer)
+        await _until(lambda: rt.reads_batched)
+
+        # bulk output: read directly while it lasts
+        await rt.write_input(b"bulk\n", 5.0)
+        await _until(lambda: not rt.reads_batched)
+        await _until(lambda: rt.output_offset > 400_000)
+        rt.settle_now()
+        assert any(r.startswith("line ") for r in rt.screen.peek_rows())
+        # and back to rounds once it has printed only small lines for a while
+        await _until(lambda: rt.reads_batched, within_s=20)
+    finally:
+        with contextlib.suppress(Exception):
+            await rt.write_input(b"quit\n", 5.0)
+        await rt.wait_exit(10)
+        rt.close()
