@@ -1,7 +1,8 @@
 """Pane runtime: the PTY pump, viewers, serialized input, the screen model, exit handling.
 
 One ``PaneRuntime`` per pane that has (or had) a process in this daemon instance. The pump is
-event driven (``loop.add_reader`` on the master): each read of at most 64 KiB is scanned for
+event driven (``loop.add_reader`` on the master, or ``read_batch`` rounds for panes nobody
+follows live and that do not print in bulk): each read of at most 64 KiB is scanned for
 OSC/BEL items, answered queries go back to the PTY at once, the bytes go to the raw ring, the
 viewers and the screen's pending buffer, and the items are applied through ``core.rules``.
 The screen is fed by a separate drain task in ≤ 16 KiB slices with a yield between slices; when
