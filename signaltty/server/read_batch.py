@@ -19,7 +19,7 @@ import contextlib
 import selectors
 import weakref
 from collections.abc import Callable
-from typing import Final
+from typing import Final, cast
 
 import structlog
 
@@ -41,7 +41,10 @@ def for_loop(loop: asyncio.AbstractEventLoop) -> ReadBatcher | None:
     except KeyError:
         pass
     selector = selectors.DefaultSelector()
-    batcher = ReadBatcher(loop, selector) if hasattr(selector, "fileno") else None
+    # A weak proxy: the batcher is the value of a weak-keyed table, and a strong reference to
+    # its key would keep every loop (and its selector's descriptor) alive for good.
+    weak_loop = cast("asyncio.AbstractEventLoop", weakref.proxy(loop))
+    batcher = ReadBatcher(weak_loop, selector) if hasattr(selector, "fileno") else None
     if batcher is None:
         selector.close()
     _BATCHERS[loop] = batcher

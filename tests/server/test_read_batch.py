@@ -251,3 +251,24 @@ async def test_the_pump_reads_quiet_panes_in_rounds_and_followed_or_bulk_ones_di
             await rt.write_input(b"quit\n", 5.0)
         await rt.wait_exit(10)
         rt.close()
+
+
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_a_closed_loop_takes_its_batcher_and_descriptor_with_it(runner: str) -> None:
+    import gc
+
+    from signaltty.server import read_batch
+
+    async def one() -> None:
+        assert for_loop(asyncio.get_running_loop()) is not None
+
+    RUNNERS[runner](one())  # the first may create the loop machinery's own descriptors
+    gc.collect()
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    kept = len(read_batch._BATCHERS)
+    for _ in range(20):
+        RUNNERS[runner](one())
+    gc.collect()
+    assert len(read_batch._BATCHERS) <= kept
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) <= before
