@@ -50,8 +50,11 @@ class _Ptys:
     def master(self, i: int) -> int:
         return self.pairs[i][0]
 
-    def close(self) -> None:
+    def close(self, batcher: ReadBatcher | None = None) -> None:
+        """Unregister the masters from ``batcher`` (before closing them), then close all."""
         for master, slave in self.pairs:
+            if batcher is not None:
+                batcher.remove(master)
             for fd in (master, slave):
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -91,9 +94,7 @@ def test_masters_readable_by_the_end_of_the_delay_are_read_in_one_round(runner: 
             assert reads[2][0] == 1
             assert reads[2][2] == b"second"
         finally:
-            for i in range(3):
-                batcher.remove(ptys.master(i))
-            ptys.close()
+            ptys.close(batcher)
 
     RUNNERS[runner](scenario())
 
@@ -137,9 +138,7 @@ def test_a_reader_removed_or_failing_mid_round_costs_the_others_nothing(runner: 
             batcher.add(ptys.master(1), failing)
             await _until(lambda: reads.count(1) >= 2)
         finally:
-            for i in range(3):
-                batcher.remove(ptys.master(i))
-            ptys.close()
+            ptys.close(batcher)
 
     RUNNERS[runner](scenario())
 
