@@ -235,8 +235,7 @@ class _Regions:
         if n is None:
             n = DEFAULT_LINES.get(region)
         if region == "top":
-            picked = lines[: min(n or MAX_REGION_LINES, MAX_REGION_LINES)]
-            return "\n".join(picked)
+            return "\n".join(lines[: min(n or MAX_REGION_LINES, MAX_REGION_LINES)])
         picked = self._slices.get(region)
         if picked is None:
             picked = self._slices[region] = _slice(region, lines)
