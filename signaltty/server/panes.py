@@ -45,6 +45,7 @@ from signaltty.server.status_layer import ProgramStatusLayer
 from signaltty.server.term_replies import ReplyJob, TerminalReplies
 from signaltty.term import osc
 from signaltty.term import pty as ptymod
+from signaltty.term.raw_ring import RawRing
 from signaltty.term.screen import PyteScreen, VirtualScreen
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class PaneRuntime(TerminalReplies):
         self.pane = pane
         self.screen: VirtualScreen = screen or PyteScreen(pane.cols, pane.rows)
         self.scanner = osc.OscScanner(hostname=_HOSTNAME)
-        self.raw = bytearray()
+        self.raw = RawRing(RAW_RING_BYTES)
         self.output_offset = 0
         self.viewers: set[Viewer] = set()
         # viewers attached with ``mark_seen: false`` (tools, not a person); pruned lazily
@@ -263,9 +264,7 @@ class PaneRuntime(TerminalReplies):
 
     def _append_raw(self, data: bytes) -> None:
         self.output_offset += len(data)
-        self.raw += data
-        if len(self.raw) > RAW_RING_BYTES:
-            del self.raw[: len(self.raw) - RAW_RING_BYTES]
+        self.raw.write(data)
 
     def _apply_items(self, items: list[Any]) -> None:
         store = self.store
@@ -733,6 +732,6 @@ class PaneRuntime(TerminalReplies):
                 self.screen.feed(tail[-1_000_000:].replace("\n", "\r\n").encode())
                 self.settle_now()
         self.screen.resize(self.pane.cols, self.pane.rows)
-        self.raw = bytearray(ring[-RAW_RING_BYTES:])
+        self.raw = RawRing(RAW_RING_BYTES, ring)
         self.output_offset = offset
         self.scanner.resume_at(offset)
