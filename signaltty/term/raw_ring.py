@@ -22,15 +22,15 @@ class RawRing:
         ValueError: ``capacity`` below 1.
     """
 
-    __slots__ = ("_buf", "_full", "_pos", "capacity")
+    __slots__ = ("_buf", "_pos", "capacity")
 
     def __init__(self, capacity: int, data: bytes = b"") -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, not {capacity}")
         self.capacity = capacity
+        # shorter than ``capacity`` until the ring fills, exactly ``capacity`` from then on
         self._buf = bytearray()
         self._pos = 0  # once full: where the oldest byte is and the next write starts
-        self._full = False
         if data:
             self.write(data)
 
@@ -39,24 +39,17 @@ class RawRing:
         n = len(data)
         cap = self.capacity
         buf = self._buf
-        if not self._full:
-            if len(buf) + n < cap:
-                buf += data
-                return
-            # the first time it fills: one buffer of exactly ``cap`` bytes from now on
-            ring = bytearray(cap)
-            keep = cap - n
-            if keep > 0:
-                ring[:keep] = memoryview(buf)[len(buf) - keep :]
-                ring[keep:] = data
-            else:
-                ring[:] = data[n - cap :]
-            self._buf = ring
-            self._full = True
-            self._pos = 0
+        size = len(buf)
+        if size + n < cap:  # still filling
+            buf += data
             return
-        if n >= cap:
-            buf[:] = data[n - cap :]
+        if size < cap or n >= cap:
+            # it fills now, or one write replaces it all: one buffer of exactly ``cap`` bytes
+            keep = max(cap - n, 0)  # only while filling: ``buf`` is then in order
+            ring = bytearray(cap)
+            ring[:keep] = memoryview(buf)[size - keep :]
+            ring[keep:] = memoryview(data)[n - (cap - keep) :]
+            self._buf = ring
             self._pos = 0
             return
         pos = self._pos
@@ -71,10 +64,8 @@ class RawRing:
             self._pos = n - first
 
     def __len__(self) -> int:
-        return self.capacity if self._full else len(self._buf)
+        return len(self._buf)
 
     def __bytes__(self) -> bytes:
-        buf = self._buf
-        if not self._full or not self._pos:
-            return bytes(buf)
-        return bytes(buf[self._pos :]) + bytes(buf[: self._pos])
+        view = memoryview(self._buf)
+        return b"".join((view[self._pos :], view[: self._pos]))
