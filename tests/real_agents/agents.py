@@ -196,6 +196,7 @@ GEMINI = Agent(
     quit_keys=[b"/quit", ENTER],
     interrupted=r"Type your message",
     deny_cancels_turn=True,  # "3. No, suggest changes (esc)" → "Request cancelled."
+    empty_input=r"Type your message or @path",
 )
 
 AGENTS = {a.name: a for a in (CLAUDE, CODEX, OPENCODE, PI, GEMINI)}

@@ -118,6 +118,9 @@ class Agent:
     esc_keys: list[bytes] = field(default_factory=lambda: [b"\x1b"])  # interrupt a running turn
     deny_cancels_turn: bool = False  # "no" in its dialog ends the turn like Esc (no model call)
     submit_delay: float = 0.5
+    # the input line's placeholder, shown only while it is empty (keys typed into an agent
+    # still starting can be dropped: with this set, ``prompt`` types them again)
+    empty_input: str | None = None
 
 
 class Session:
@@ -237,7 +240,17 @@ class Session:
         Enter goes separately: Codex turns a fast "text+Enter" burst into a newline.
         """
         self.send(text.encode())
-        self.wait_screen(lambda s: text in s, f"the typed prompt {text!r}", timeout=20)
+        empty = self.agent.empty_input
+        try:
+            self.wait_screen(lambda s: text in s, f"the typed prompt {text!r}", timeout=8 if empty else 20)
+        except DriveError:
+            # Gemini CLI drops keys typed while it still starts after a resume (its prompt is
+            # drawn, then drawn again once its SessionStart hook ran): type again only while
+            # its input line is still empty, so no key is ever doubled
+            if empty is None or not re.search(empty, self.screen(), re.M):
+                raise
+            self.send(text.encode())
+            self.wait_screen(lambda s: text in s, f"the typed prompt {text!r}", timeout=12)
         time.sleep(self.agent.submit_delay)  # per agent: a fast text+Enter is taken as a paste
         self.send(b"\r")
 
