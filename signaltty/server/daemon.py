@@ -249,6 +249,7 @@ class Daemon:
         # owns every long-lived task; run() serves inside it (server/supervisor.py)
         self.supervisor = Supervisor(on_fatal=self._task_fatal)
         self._last_tail_save = 0.0
+        self._last_save = 0.0
         self._saved_offsets: dict[str, int] = {}
         self._reapers: set[asyncio.Task[None]] = set()
         self._closing: set[PaneRuntime] = set()
@@ -928,12 +929,14 @@ class Daemon:
             await asyncio.sleep(period)
             now = time.monotonic()
             tails_due = now - self._last_tail_save >= _TAIL_SAVE_S and self._tails_changed()
-            if self.store.dirty or tails_due:
+            later_due = self.store.dirty_later and now - self._last_save >= _TAIL_SAVE_S
+            if self.store.dirty or tails_due or later_due:
                 try:
                     # a state change saves the snapshot at once; the tails (every changed
                     # pane's screen rendered and written) keep their own 10 s cadence: an
                     # agent retitling its pane 10×/s made every save render and fsync every
-                    # tail, half the daemon's CPU under 20 replayed agents (issue 12)
+                    # tail, half the daemon's CPU under 20 replayed agents (issue 12); a
+                    # title change alone waits for that cadence too (``Store.dirty_later``)
                     await self.save(tails=tails_due)
                 except Exception:  # noqa: BLE001 - the flusher must outlive any one bad save
                     self.store.dirty = True
@@ -949,6 +952,7 @@ class Daemon:
         it failed (logged). Tails left out are saved by a later call (their offsets stay)."""
         store = self.store
         store.dirty = False
+        store.dirty_later = False
         try:
             data = persistence.serialize_snapshot(
                 sorted(store.workspaces.values(), key=lambda w: w.created_at),
@@ -991,6 +995,7 @@ class Daemon:
             log.error("snapshot.write_failed", error=str(exc))
             return False
         self._saved_offsets.update(offsets)
+        self._last_save = time.monotonic()
         if tails:
             self._last_tail_save = time.monotonic()
         return True

@@ -25,6 +25,11 @@ log = structlog.get_logger("signaltty.store")
 
 # Events that change only runtime evidence, never a persisted field (desktop-and-service §8.2).
 _RUNTIME_ONLY_EVENTS = frozenset({"pane.progress", "pane.program_status", "agents.reloaded"})
+# Persisted pane fields whose changes may wait for the periodic save (``dirty_later``) rather
+# than cause one of their own: agents retitle their pane up to 10×/s (a spinner in the title),
+# and a save every ``snapshot_debounce_s`` for that cost ~5–8 % of the daemon's CPU under 20
+# replayed Codex turns (issue 12, bench/replay.py).
+_LATER_FIELDS = frozenset({"title"})
 
 
 class Store:
@@ -39,6 +44,8 @@ class Store:
         self.seq = 0
         self.ring: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=EVENT_RING)
         self.dirty = False
+        # only ``_LATER_FIELDS`` changed since the last save: saved with the tails' cadence
+        self.dirty_later = False
         self.dirty_tails: set[str] = set()
         self.shutting_down = False
         self.alert_sinks: list[Callable[[rules.Alert], None]] = []
@@ -83,7 +90,11 @@ class Store:
         self.ring.append((seq, name, payload))
         self._record_transition(seq, name, payload)
         if name not in _RUNTIME_ONLY_EVENTS:
-            self.dirty = True
+            changed = payload.get("changed") if name == "pane.updated" else None
+            if changed and _LATER_FIELDS.issuperset(changed):
+                self.dirty_later = True
+            else:
+                self.dirty = True
         self.bus.publish(seq, name, payload)
         return seq
 
