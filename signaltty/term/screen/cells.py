@@ -107,20 +107,68 @@ def _count(value: Any, limit: int) -> int:
 
 
 class _Glyphs(dict[str, Char]):
-    """Memo ``char -> Char`` for one attribute set, so drawing does not ``_replace`` per cell."""
+    """Memo ``char -> Char`` for one attribute set, so drawing does not ``_replace`` per cell.
 
-    __slots__ = ("attrs", "_rest")
+    ``table``: the :class:`GlyphTable` that holds this set and counts its glyphs, or ``None``.
+    """
 
-    def __init__(self, attrs: Char) -> None:
+    __slots__ = ("attrs", "_rest", "table")
+
+    def __init__(self, attrs: Char, table: GlyphTable | None = None) -> None:
         super().__init__()
         self.attrs = attrs
         self._rest = tuple(attrs[1:])
+        self.table = table
 
     def __missing__(self, char: str) -> Char:
+        table = self.table
         if len(self) >= _MEMO_LIMIT:
+            if table is not None:
+                table.glyphs -= len(self)
             self.clear()
+        if table is not None:
+            table.glyphs += 1
+            if table.glyphs > table.max_glyphs:
+                table.clear()  # this set too: it goes on serving its screen, uncounted
         # ``attrs._replace(data=char)`` without its per-call field mapping (a new colour set
         # draws every character through here once).
         glyph: Char = tuple.__new__(Char, (char, *self._rest))
         self[char] = glyph
         return glyph
+
+
+class GlyphTable:
+    """Glyph sets by attribute set, shared by every screen of the process, bounded by its
+    sets and by its glyphs (``max_sets``, ``max_glyphs``) and cleared whole at either.
+
+    The glyph bound is the one that matters: SGR-heavy output shows thousands of attribute
+    sets of a few characters each. A clear makes later draws allocate new glyphs equal to the
+    ones the grids hold, so a table cycling through more sets than it keeps costs every
+    screen its own copy (176 KB a pane under bench/panes.py's mixed output when the table kept
+    1 024 sets; issue 12, "RSS per pane").
+    """
+
+    __slots__ = ("sets", "glyphs", "max_sets", "max_glyphs")
+
+    def __init__(self, max_sets: int, max_glyphs: int) -> None:
+        self.sets: dict[int, _Glyphs] = {}  # id(attrs) -> its glyphs
+        self.glyphs = 0  # entries of every set in ``sets``
+        self.max_sets = max_sets
+        self.max_glyphs = max_glyphs
+
+    def get(self, attrs: Char) -> _Glyphs:
+        """The glyph set of ``attrs`` (made, and the table cleared first if full)."""
+        # Keyed by id: the set keeps ``attrs`` alive, so the id cannot be reused while the
+        # entry exists; equal attributes in distinct objects just get two sets.
+        glyphs = self.sets.get(id(attrs))
+        if glyphs is None:
+            if len(self.sets) >= self.max_sets:
+                self.clear()
+            glyphs = self.sets[id(attrs)] = _Glyphs(attrs, self)
+        return glyphs
+
+    def clear(self) -> None:
+        for dropped in self.sets.values():
+            dropped.table = None
+        self.sets.clear()
+        self.glyphs = 0

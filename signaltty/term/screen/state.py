@@ -26,6 +26,7 @@ from signaltty.term.screen.cells import (
     _NARROW,
     _NARROW_MAX,
     _WIDTH,
+    GlyphTable,
     _count,
     _Glyphs,
     _Grid,
@@ -39,8 +40,7 @@ _DECCKM: Final = 1 << 5  # application cursor keys (private mode 1)
 
 # Process-wide memo tables (bounded; cleared when full). Keys by ``id`` are safe because each
 # entry keeps the object whose id it uses alive, so that id cannot be reused meanwhile.
-_GLYPH_SETS_MAX: Final = 1024
-_GLYPH_SETS: Final[dict[int, _Glyphs]] = {}  # id(attrs) -> char -> Char with those attrs
+_GLYPHS: Final = GlyphTable(max_sets=8192, max_glyphs=65536)  # ≤ ~6 MB of glyphs
 _SGR_MEMO: Final[dict[tuple[int, str], tuple[Char, Char]]] = {}  # (id(attrs), params) -> new
 _INTERNED: Final[dict[Char, Char]] = {}  # attrs by value, so equal attrs are one object
 _BCE: Final[dict[str, Char]] = {}  # background colour -> erase blank
@@ -113,7 +113,7 @@ class HardenedScreen(pyte.Screen):
         self._last_char = ""
         # The memo tables are shared by every screen of the process (values, not state):
         # each pane's own copy cost ~0.1-0.8 MB of RSS (issue 12).
-        self._glyph_sets = _GLYPH_SETS
+        self._glyph_table = _GLYPHS
         self._glyphs = _Glyphs(_BLANK)
         self._sgr_memo = _SGR_MEMO
         self._interned = _INTERNED
@@ -149,13 +149,7 @@ class HardenedScreen(pyte.Screen):
         return self._main[0] if self._main is not None else self.buffer
 
     def _glyph_set(self, attrs: Char) -> _Glyphs:
-        # Keyed by id: the _Glyphs entry keeps ``attrs`` alive, so the id cannot be reused
-        # while the entry exists; equal attributes in distinct objects just get two sets.
-        glyphs = self._glyph_sets.get(id(attrs))
-        if glyphs is None:
-            if len(self._glyph_sets) >= _GLYPH_SETS_MAX:
-                self._glyph_sets.clear()
-            glyphs = self._glyph_sets[id(attrs)] = _Glyphs(attrs)
+        glyphs = self._glyph_table.get(attrs)
         self._glyphs = glyphs
         return glyphs
 
