@@ -36,3 +36,7 @@ def test_tail_save_does_not_stall_the_loop_with_flooding_panes(daemon: DaemonPro
 
     # the first tail save comes after the snapshot debounce (2 s) and the tail period (≤ 10 s)
     wait_until(tails_saved, timeout=60, what="the tails of every flooding pane saved")
+    # the floods end here, not in the daemon's shutdown: eight of them made its final save
+    # settle for seconds, and once (loaded machine) outlast the fixture's 15 s stop
+    for pane_id in ids:
+        d.call("pane.close", {"pane_id": pane_id, "signal": "KILL"})
