@@ -24,6 +24,8 @@ The parts, in the order bytes meet them:
 * ``repaint`` — frame elision: in output that repaints rows in place without clearing, the
   writes that later writes overwrite before anything reads them are skipped.
 * ``snapshot`` — the visible grid as terminal output; ``queries`` — the read interface.
+* ``scrollback`` — the rows that left the top of the main grid (5000), kept in blocks of joined
+  UTF-8 rather than one string a row.
 """
 
 from __future__ import annotations

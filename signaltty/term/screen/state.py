@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import unicodedata
-from collections import deque
 from typing import Any, Final
 
 import pyte
@@ -31,6 +30,7 @@ from signaltty.term.screen.cells import (
     _Glyphs,
     _Grid,
 )
+from signaltty.term.screen.scrollback import Scrollback
 from signaltty.term.screen.sgr import _PARAM_MAX, _sgr_apply, _sgr_from_string
 
 _ALT_MODES: Final = frozenset({47, 1047, 1049})
@@ -103,7 +103,7 @@ class HardenedScreen(pyte.Screen):
         if columns < 1 or lines < 1:
             raise ValueError(f"screen size must be at least 1x1, got {columns}x{lines}")
         # Set before pyte's __init__, which calls reset().
-        self.history: deque[str] = deque(maxlen=history_lines)
+        self.history = Scrollback(history_lines)
         self.alt_active = False
         self.changed = True
         self.rows_dirty: set[int] = set()

@@ -1,0 +1,64 @@
+"""Scrollback against ``collections.deque(maxlen=…)``, the structure it replaced (issue 12,
+"RSS per pane": rows stored in blocks of joined UTF-8, not one object a row)."""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from signaltty.term.screen.scrollback import BLOCK, Scrollback
+
+rows = st.text(st.characters(codec="utf-8", exclude_characters="\n"), max_size=12)
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), rows),
+        st.tuples(st.just("extend"), st.lists(rows, max_size=3 * BLOCK)),
+        st.tuples(st.just("clear"), st.none()),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(maxlen=st.one_of(st.none(), st.integers(0, 3 * BLOCK)), ops=ops)
+def test_it_holds_what_a_bounded_deque_holds(maxlen, ops):
+    ours = Scrollback(maxlen)
+    ref: deque[str] = deque(maxlen=maxlen)
+    for op, arg in ops:
+        getattr(ours, op)(*(() if arg is None else (arg,)))
+        getattr(ref, op)(*(() if arg is None else (arg,)))
+        assert len(ours) == len(ref)
+        assert list(ours) == list(ref)
+    for i in range(-len(ref), len(ref)):
+        assert ours[i] == ref[i]
+    for i in (len(ref), -len(ref) - 1):
+        try:
+            ours[i]
+        except IndexError:
+            pass
+        else:
+            raise AssertionError(f"index {i} of {len(ref)} rows did not raise")
+
+
+def test_a_row_with_a_line_feed_is_kept_as_one_row_and_surrogates_round_trip():
+    ours = Scrollback(None)
+    given_rows = [f"row {i}" for i in range(BLOCK)]
+    given_rows[3] = "two\nlines"  # a hostile snapshot's history row
+    given_rows[5] = "lone \ud800 surrogate"
+    ours.extend(given_rows)
+    got = list(ours)
+    assert len(got) == BLOCK
+    assert got[3] == "two lines"
+    assert got[5] == "lone \ud800 surrogate"
+
+
+def test_rows_cost_less_than_one_string_each():
+    text = [f"{i:05d} " + "x" * 70 for i in range(5000)]
+    ours = Scrollback(5000)
+    ours.extend(text)
+    held = sum(sys.getsizeof(b) for b in ours._blocks) + sum(sys.getsizeof(r) for r in ours._open)
+    one_each = sum(sys.getsizeof(r) for r in text)
+    assert held < 0.7 * one_each
