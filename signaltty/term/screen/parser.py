@@ -18,6 +18,8 @@ from signaltty.term.screen.cells import _MEMO_LIMIT
 from signaltty.term.screen.sgr import _PARAM_MAX
 from signaltty.term.screen.state import HardenedScreen
 
+_MEMO_PARAMS_MAX = 32  # longest parameter string ``_values`` remembers (``38;2;255;255;255`` is 16)
+
 # Longest CSI parameter string that is parsed. Longer sequences are consumed and ignored, so a
 # run of digits can neither allocate nor reach int()'s 4300-digit ValueError.
 _CSI_PARAM_CHARS: Final = 256
@@ -261,9 +263,13 @@ class TolerantStream(pyte.ByteStream):
                 values = tuple(min(int(p), _PARAM_MAX) if p else 0 for p in params.split(";"))
             else:
                 values = ()
-            if len(self._values_memo) >= _MEMO_LIMIT:
-                self._values_memo.clear()
-            self._values_memo[params] = values
+            # Only short strings are worth keeping (a repainting TUI's few hundred moves and
+            # colours): 4 096 parameter strings of 256 characters held ~10 MB a pane
+            # (attack pass, session 11).
+            if len(params) <= _MEMO_PARAMS_MAX:
+                if len(self._values_memo) >= _MEMO_LIMIT:
+                    self._values_memo.clear()
+                self._values_memo[params] = values
         return values
 
     def _dispatch_csi(self, params: str, inter: str, final: str) -> None:

@@ -162,6 +162,11 @@ _CLEAR_WRAP: Final = 13
 _BARRIER: Final = 14
 _OPS: dict[str, tuple[int, int, int, str]] = {}
 _OPS_MAX: Final = 4096
+# Spans one segment may record before it ends at the next element. Every erase of the display
+# records a span per row: ``CSI J`` (3 bytes) repeated over a 128K-char window at 200 rows made
+# 8.7 M spans, ~0.8 GB at once (attack pass, session 11). With the bound a segment holds about
+# 1.6 MB of spans and the element that would exceed it is drawn as a barrier.
+_SPANS_MAX: Final = 16384
 # CUP parameters → (y, x) per screen size: a repainting TUI moves to the same few hundred places.
 _CUPS: dict[tuple[int, int], dict[tuple[Any, ...], tuple[int, int]]] = {}
 
@@ -287,6 +292,9 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
                 blocker = ("pathology", p, nxt if nxt >= 0 else n)
             break
         e = m.end()
+        if len(spans) > _SPANS_MAX:
+            blocker = ("spans", p, e)
+            break
         k = m.lastindex
         if k is not None and k <= 4:  # CUP [narrow paint] [EL]
             key = m.group(1, 2)
