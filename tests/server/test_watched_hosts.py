@@ -173,6 +173,9 @@ def test_a_remote_program_that_ends_is_mirrored_as_the_remote_sees_it(pair) -> N
         ),
         10,
     )
+    # the remote's pane.created crosses the link after the remote saw the exit on a loaded
+    # machine: wait for the mirror to name the pane before reading it by id
+    wait_until(lambda: any(x["id"] == mid for x in _mirrored(local)), 10)
     ours = wait_until(
         lambda: (
             (x := local.call("pane.get", {"pane_id": mid})["pane"])["restore_state"]
