@@ -38,6 +38,10 @@ class Bus:
         self._sinks: set[EventSink] = set()
         self._pane_waiters: dict[str, set[asyncio.Event]] = {}
         self._any_waiters: set[asyncio.Event] = set()
+        # waiters that also wake on new output (``poke_output``): a pane in a flood is read
+        # ~250 times per MB, and waking a state waiter (``wait until=exited``) at each read
+        # cost the loop a task and a timer every time (issue 12, bench/flood.py)
+        self._output_waiters: dict[str, set[asyncio.Event]] = {}
         self.observers: list[Callable[[int, str, dict[str, Any]], None]] = []
 
     def subscribed_to(self, name: str) -> bool:
@@ -51,31 +55,45 @@ class Bus:
     def remove_sink(self, sink: EventSink) -> None:
         self._sinks.discard(sink)
 
-    def waiter(self, pane_id: str | None) -> asyncio.Event:
-        """An event set on every state event of ``pane_id`` (any pane for ``None``)."""
+    def waiter(self, pane_id: str | None, *, output: bool = False) -> asyncio.Event:
+        """An event set on every state event of ``pane_id`` (any pane for ``None``), and
+        with ``output=True`` also when the pane's output or screen moves (``poke_output``)."""
         ev = asyncio.Event()
         if pane_id is None:
             self._any_waiters.add(ev)
         else:
-            self._pane_waiters.setdefault(pane_id, set()).add(ev)
+            table = self._output_waiters if output else self._pane_waiters
+            table.setdefault(pane_id, set()).add(ev)
         return ev
 
     def drop_waiter(self, pane_id: str | None, ev: asyncio.Event) -> None:
         if pane_id is None:
             self._any_waiters.discard(ev)
             return
-        group = self._pane_waiters.get(pane_id)
-        if group is not None:
-            group.discard(ev)
-            if not group:
-                del self._pane_waiters[pane_id]
+        for table in (self._pane_waiters, self._output_waiters):
+            group = table.get(pane_id)
+            if group is not None:
+                group.discard(ev)
+                if not group:
+                    del table[pane_id]
 
     def poke(self, pane_id: str | None) -> None:
-        """Wake the waiters of a pane (and the any-pane waiters)."""
-        for ev in self._pane_waiters.get(pane_id or "", ()):
+        """Wake every waiter of a pane (and the any-pane waiters): its state changed."""
+        key = pane_id or ""
+        for ev in self._pane_waiters.get(key, ()):
+            ev.set()
+        for ev in self._output_waiters.get(key, ()):
             ev.set()
         for ev in self._any_waiters:
             ev.set()
+
+    def poke_output(self, pane_id: str) -> None:
+        """Wake the output waiters of a pane: it printed, or its screen took in what it
+        printed. State waiters sleep on (their conditions change only with state events)."""
+        group = self._output_waiters.get(pane_id)
+        if group:
+            for ev in group:
+                ev.set()
 
     def publish(self, seq: int, name: str, payload: dict[str, Any]) -> None:
         """Deliver one state event to every sink, waiter and observer."""

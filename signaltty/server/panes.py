@@ -260,7 +260,7 @@ class PaneRuntime(TerminalReplies):
         if self.screen.pending >= _DRAIN_NOW:
             self._schedule_drain()
         self.store.touched.add(self.pane.id)
-        self.store.bus.poke(self.pane.id)  # output waits re-read the (settled) screen
+        self.store.bus.poke_output(self.pane.id)  # output waits re-read the (settled) screen
 
     def _append_raw(self, data: bytes) -> None:
         self.output_offset += len(data)
@@ -368,7 +368,7 @@ class PaneRuntime(TerminalReplies):
                 self._paused = False
                 self._start_reading()
             self._settled.set()
-            self.store.bus.poke(self.pane.id)
+            self.store.bus.poke_output(self.pane.id)
 
     async def settle(self) -> None:
         """Apply the bytes that were pending when called, yielding between pieces.

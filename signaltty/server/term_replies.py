@@ -228,7 +228,7 @@ class TerminalReplies:
         self._schedule_drain()
         if not self._paused:
             self._start_reading()
-        self.store.bus.poke(self.pane.id)
+        self.store.bus.poke_output(self.pane.id)
 
     async def _reply_after_input(self, data: bytes) -> None:
         try:

@@ -110,7 +110,7 @@ class OutputHandlers:
         deadline = loop.time() + timeout
         if p.new_only:
             return await self._wait_new_output(rt, matcher, deadline)
-        ev = self.store.bus.waiter(rt.pane.id)
+        ev = self.store.bus.waiter(rt.pane.id, output=True)
         try:
             while True:
                 ev.clear()
