@@ -98,7 +98,16 @@ class Scan(NamedTuple):
 def may_clear(text: str, pos: int) -> bool:
     """False when ``text[pos:]`` holds no ED at all, so ``scan`` could find no cut in it (one
     C-speed search; a repaint-only TUI never clears, and its windows skip the scan)."""
-    return _ANY_ED.search(text, pos) is not None
+    # An ED ends in "J", and its CSI starts at the last "ESC [" before that "J" (ESC is
+    # neither a parameter nor an intermediate byte): a memchr-speed find per "J" instead of a
+    # regex search that tries every "ESC [" of a window (17 % of a repaint-only TUI's ingest).
+    i = text.find("J", pos)
+    while i >= 0:
+        j = text.rfind("\x1b[", pos, i)
+        if j >= 0 and _ANY_ED.fullmatch(text, j, i + 1) is not None:
+            return True
+        i = text.find("J", i + 1)
+    return False
 
 
 def scan(text: str, pos: int) -> Scan:
