@@ -371,15 +371,18 @@ class StatusProbe(threading.Thread):
         }
 
 
-def start_profiler(pid: int, out: str) -> subprocess.Popen[bytes] | None:
-    """``py-spy record`` of the daemon until SIGINT; None when py-spy is not installed."""
+def start_profiler(pid: int, out: str, native: bool = False) -> subprocess.Popen[bytes] | None:
+    """``py-spy record`` of the daemon until SIGINT (``--native``: C frames too, uvloop's
+    and the interpreter's); None when py-spy is not installed."""
     spy = shutil.which("py-spy")
     if spy is None:
         h.log("--profile: py-spy not found (pip install py-spy); not profiling")
         return None
     fmt = "flamegraph" if out.endswith(".svg") else "raw"
     return subprocess.Popen(
-        [spy, "record", "--pid", str(pid), "--rate", "200", "--format", fmt, "--output", out],
+        [spy, "record", "--pid", str(pid), "--rate", "200", "--nonblocking", "--format", fmt]
+        + ["--output", out]
+        + (["--native"] if native else []),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -404,6 +407,7 @@ def signaltty_run(
     marker: str,
     timeout_s: float,
     profile: str | None = None,
+    native: bool = False,
 ) -> dict[str, Any]:
     """One flood into one pane of the running daemon ``d``; ``profile``: py-spy output file."""
     # Idle status latency first, for comparison.
@@ -415,7 +419,7 @@ def signaltty_run(
     cpu0 = d.cpu_seconds()
     rss0 = d.rss_mb()
     result: dict[str, Any] = {"idle_status": idle.summary()}
-    spy = start_profiler(d.proc.pid, profile) if profile and d.proc else None
+    spy = start_profiler(d.proc.pid, profile, native) if profile and d.proc else None
     with d.client(timeout=None) as c:
         probe.start()
         t0 = time.perf_counter()
@@ -500,6 +504,9 @@ def main(argv: list[str] | None = None) -> int:
         "(collapsed stacks; or .svg with --profile-svg)",
     )
     ap.add_argument(
+        "--profile-native", action="store_true", help="--profile with C frames (py-spy --native)"
+    )
+    ap.add_argument(
         "--profile-svg",
         action="store_true",
         help="write flame graph SVGs instead of collapsed stacks",
@@ -570,7 +577,10 @@ def main(argv: list[str] | None = None) -> int:
                         os.path.abspath(args.profile),
                         f"flood-{kind}.{'svg' if args.profile_svg else 'txt'}",
                     )
-                st = signaltty_run(d, ws_id, path, end_marker(kind, args.seed), args.timeout, prof)
+                st = signaltty_run(
+                    d, ws_id, path, end_marker(kind, args.seed), args.timeout, prof,
+                    args.profile_native,
+                )
                 if prof:
                     st["profile"] = prof
                 if st["wall_s"]:

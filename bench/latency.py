@@ -27,6 +27,10 @@ Scenarios (``--scenarios``, comma-separated; default all):
   it (``BAD_PARAMS``).
 * ``hook-storm`` — 1000 ``hook-event`` requests written at once on one connection; probes
   while their answers come back. Extra: the storm's seconds.
+* ``osc`` — one pane writing 10⁴ OSC sequences a second (a new title, an OSC 9 and an
+  OSC 777 notification and a 9;4 progress report in turn, 1 000 every 0.1 s) beside an idle
+  pane whose hooks are timed; ``--seconds`` window. Extra: the hook round trips' p99 and
+  max, the daemon's CPU % and RSS growth over the window.
 
 ``--screen`` adds an in-process table (no daemon): the screen engine draining 64 KiB of each
 sequence that cost pyte 0.8.2 seconds to minutes, after a full 120x40 screen, and the
@@ -63,6 +67,16 @@ RULES_PROG = (
 X_FLOOD = (
     "import sys, time\nwhile True:\n    sys.stdout.write(('x' * 79 + '\\n') * 100)\n"
     "    sys.stdout.flush()\n    time.sleep(0.05)\n"
+)
+OSC_FLOOD = (
+    "import os, time\ni = 0\nwhile True:\n    t0 = time.monotonic()\n    out = []\n"
+    "    for _ in range(1000):\n        i += 1\n        k = i % 4\n"
+    "        if k == 0:\n            out.append(f'\\x1b]0;title {i}\\x07')\n"
+    "        elif k == 1:\n            out.append(f'\\x1b]9;note {i}\\x07')\n"
+    "        elif k == 2:\n            out.append(f'\\x1b]9;4;1;{i % 100}\\x07')\n"
+    "        else:\n            out.append(f'\\x1b]777;notify;t{i};body\\x1b\\\\')\n"
+    "    os.write(1, ''.join(out).encode())\n"
+    "    time.sleep(max(0.0, 0.1 - (time.monotonic() - t0)))\n"
 )
 PROBE_TIMEOUT_S = 60.0
 
@@ -258,6 +272,33 @@ def sc_hook_storm(d: h.BenchDaemon, seconds: float) -> dict[str, Any]:
     return {"storm_s": out.get("seconds"), "answers": out.get("result"), "error": out.get("error")}
 
 
+def sc_osc(d: h.BenchDaemon, seconds: float) -> dict[str, Any]:
+    ws = _workspace(d)
+    quiet = _spawn(d, ws, ["sleep", "600"])
+    _spawn(d, ws, [PY, "-c", OSC_FLOOD])
+    proc = h.psutil.Process(d.proc.pid) if d.proc else None
+    rss0 = proc.memory_info().rss if proc else 0
+    cpu0 = sum(proc.cpu_times()[:2]) if proc else 0.0
+    hooks: list[float] = []
+    end = time.monotonic() + seconds
+    with d.client(timeout=PROBE_TIMEOUT_S) as c:
+        while time.monotonic() < end:
+            t0 = time.perf_counter()
+            params = {"agent": "claude", "event": "Stop", "pane_id": quiet}
+            c.call("hook-event", params | {"payload": {"session_id": "S1"}})
+            hooks.append(time.perf_counter() - t0)
+            time.sleep(0.05)
+    cpu = (sum(proc.cpu_times()[:2]) - cpu0) if proc else 0.0
+    hooks.sort()
+    return {
+        "hook_p99_ms": round(hooks[int(0.99 * (len(hooks) - 1))] * 1000, 1) if hooks else None,
+        "hook_max_ms": round(hooks[-1] * 1000, 1) if hooks else None,
+        "hooks": len(hooks),
+        "cpu_pct": round(100 * cpu / seconds, 1),
+        "rss_growth_mb": round(((proc.memory_info().rss if proc else 0) - rss0) / 1e6, 1),
+    }
+
+
 SCENARIOS: dict[str, tuple[dict[str, Any], Callable[[h.BenchDaemon, float], dict[str, Any]]]] = {
     "idle": ({}, sc_idle),
     "rules": (
@@ -291,6 +332,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Callable[[h.BenchDaemon, float], dict
     ),
     "regex-wait": ({}, sc_regex_wait),
     "hook-storm": ({}, sc_hook_storm),
+    "osc": ({}, sc_osc),
 }
 
 

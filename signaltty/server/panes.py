@@ -40,7 +40,7 @@ from signaltty.core.model import Pane, iso
 from signaltty.core.rules import NotificationInput
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server import read_batch
-from signaltty.server.coalesce import Coalescer
+from signaltty.server.coalesce import Budget, Coalescer
 from signaltty.server.status_layer import ProgramStatusLayer
 from signaltty.server.term_replies import ReplyJob, TerminalReplies
 from signaltty.term import osc
@@ -64,6 +64,11 @@ _BULK_READ = 2048
 _BULK_HOLD_S = 0.25
 # After the child exits, read what it left in the PTY, at most this much at once.
 _EXIT_DRAIN_BYTES = 256 * 1024
+# A pane's OSC 9/99/777 notifications: this many at once, then this many a second; past it
+# the latest waits for a token and the ones it replaced are dropped (issue 12, "bad input":
+# 10⁴ OSC a second made a record, an id, an event and a snapshot change each, 45 % of a core).
+NOTE_BURST = 20.0
+NOTE_RATE = 4.0
 # OSC 7 cwd reports name this host (agents.md §7.2).
 _HOSTNAME = socket.gethostname()
 
@@ -113,6 +118,12 @@ class PaneRuntime(TerminalReplies):
         self._progress_pending: dict[str, Any] | None = None
         self._progress_events = Coalescer(self._flush_progress)
         self._title_events = Coalescer(self._flush_title)
+        # a pane's own OSC notifications: a burst, then a steady rate; past it the latest
+        # waits for the next token (bench/latency.py "osc": 10⁴ OSC a second)
+        self._note_budget = Budget(NOTE_BURST, NOTE_RATE)
+        self._held_note: NotificationInput | None = None
+        self._held_note_handle: asyncio.TimerHandle | None = None
+        self._notes_dropped = 0
         self._exit_waiters: list[asyncio.Future[None]] = []
         self.on_exit_hooks: list[Callable[[PaneRuntime], None]] = []
         self.status = ProgramStatusLayer(store, pane)
@@ -284,13 +295,17 @@ class PaneRuntime(TerminalReplies):
                     continue
                 case osc.Notify(source=source, title=title, body=body):
                     note = NotificationInput(
-                        id=new_id("notif"),
+                        id="",
                         title=title,
                         body=body,
                         severity="info",
                         source=source,
                         attention_source="osc",
                     )
+                    if not self._note_budget.take():
+                        self._hold_note(note)
+                        continue
+                    note.id = new_id("notif")
                     effects = rules.on_notification(pane, note, now=now, watched=self.watched)
                 case osc.Bell():
                     effects = rules.on_bell(pane, now=now, watched=self.watched)
@@ -314,9 +329,39 @@ class PaneRuntime(TerminalReplies):
                     continue
             store.apply(effects)
 
+    def _hold_note(self, note: NotificationInput) -> None:
+        """Past the notification budget: ``note`` replaces any held one (latest wins) and is
+        applied when the next token comes; the ones it replaced are counted and dropped."""
+        if self._held_note is not None:
+            self._notes_dropped += 1
+            if self._notes_dropped == 1:
+                log.warning(
+                    "pane.notifications_limited",
+                    pane_id=self.pane.id,
+                    burst=NOTE_BURST,
+                    per_second=NOTE_RATE,
+                )
+        self._held_note = note
+        if self._held_note_handle is None:
+            self._held_note_handle = self._loop.call_later(
+                self._note_budget.wait_s(), self._release_note
+            )
+
+    def _release_note(self) -> None:
+        self._held_note_handle = None
+        note, self._held_note = self._held_note, None
+        if note is None or self.closed or self.pane.id not in self.store.panes:
+            return
+        if not self._note_budget.take():
+            self._hold_note(note)
+            return
+        note.id = new_id("notif")
+        store = self.store
+        store.apply(rules.on_notification(self.pane, note, now=store.now(), watched=self.watched))
+
     def _queue_progress(self, progress: dict[str, Any]) -> None:
         """Coalesce ``pane.progress``: at most one per 250 ms, latest wins (protocol.md §7)."""
-        self._progress_pending = dict(progress, at=iso(progress["at"]))
+        self._progress_pending = progress  # "at" is formatted once, when it is published
         self._progress_events.poke()
 
     def _flush_title(self) -> None:
@@ -326,6 +371,7 @@ class PaneRuntime(TerminalReplies):
         progress, self._progress_pending = self._progress_pending, None
         if progress is None or not self.pane.live:
             return
+        progress["at"] = iso(progress["at"])
         self.store.apply(rules.on_progress(self.pane, progress))
 
     # ---------------------------------------------------------------- screen feeding
@@ -633,6 +679,9 @@ class PaneRuntime(TerminalReplies):
         self._output_listeners.clear()
         self._progress_events.cancel()
         self._title_events.cancel()
+        if self._held_note_handle is not None:
+            self._held_note_handle.cancel()
+            self._held_note_handle = None
         self._close_master()
 
     # ---------------------------------------------------------------- restart (issue 15)

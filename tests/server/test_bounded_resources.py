@@ -26,6 +26,7 @@ import pytest
 from signaltty.proto.client import Client
 from signaltty.proto.envelope import SignalttyError
 from signaltty.server.config import load_config
+from signaltty.server.panes import NOTE_BURST, NOTE_RATE
 from tests.conftest import DaemonProc, wait_until
 
 
@@ -161,12 +162,15 @@ def test_oversized_regex_refused_before_compiling(daemon: DaemonProc, pattern: s
 # ---------------------------------------------------------------- viewers resetting
 
 def test_viewers_resetting_never_lose_osc_notifications(daemon: DaemonProc) -> None:
-    total = 20_000
+    # as many notifications as the pane's budget lets through at once, spread over 3 MB of
+    # output written in 1.5 KB pieces while viewers attach and reset
+    total = int(NOTE_BURST)
     code = (
         "import os, sys, time\n"
         "sys.stdin.readline()\n"
-        f"for b in range(0, {total}, 50):\n"
-        "    os.write(1, b''.join(b'\\x1b]777;notify;t;n%d\\x07' % i for i in range(b, b + 50)) + b'.' * 1500)\n"
+        "for b in range(2000):\n"
+        f"    note = b'\\x1b]777;notify;t;n%d\\x07' % (b // 100) if b % 100 == 0 and b // 100 < {total} else b''\n"
+        "    os.write(1, note + b'.' * 1500)\n"
         "    time.sleep(0.004)\n"
         "time.sleep(60)\n"
     )
@@ -212,6 +216,39 @@ def test_viewers_resetting_never_lose_osc_notifications(daemon: DaemonProc) -> N
     log = (daemon.state_dir / "signaltty.log").read_text()
     assert '"pump.failed"' not in log
     daemon.call("pane.close", {"pane_id": p["id"], "signal": "KILL"})
+
+
+def test_a_notification_flood_is_limited_and_its_latest_kept(daemon: DaemonProc) -> None:
+    """10⁴ OSC notifications from one pane: a burst goes through, then a steady rate; the
+    latest always arrives, and another pane's notifications are not held back by it."""
+    total = 10_000
+    code = (
+        "import os, sys, time\n"
+        "sys.stdin.readline()\n"
+        f"os.write(1, b''.join(b'\\x1b]9;n%d\\x07' % i for i in range({total})))\n"
+        "time.sleep(60)\n"
+    )
+    flood = _spawn(daemon, code)
+    other = _spawn(daemon, "import sys, time\nsys.stdin.readline()\nprint('\\x1b]9;other\\x07')\ntime.sleep(60)\n")
+    seen: list[str] = []
+    with daemon.client(timeout=None) as sub:
+        sub.call("subscribe", {"events": ["notification.created"]})
+        start = time.monotonic()
+        daemon.call("pane.input", {"pane_id": flood["id"], "data_b64": "Cg=="})
+        daemon.call("pane.input", {"pane_id": other["id"], "data_b64": "Cg=="})
+        while f"n{total - 1}" not in seen or "other" not in seen:
+            ev = sub.next_event(timeout=30)
+            assert ev is not None, f"no latest notification after {len(seen)}"
+            seen.append(ev["payload"]["notification"]["title"] or ev["payload"]["notification"]["body"])
+        elapsed = time.monotonic() - start
+    from_flood = [x for x in seen if x != "other"]
+    assert len(from_flood) >= NOTE_BURST
+    assert len(from_flood) <= NOTE_BURST + NOTE_RATE * elapsed + 1
+    assert from_flood[: int(NOTE_BURST)] == [f"n{i}" for i in range(int(NOTE_BURST))]
+    log = (daemon.state_dir / "signaltty.log").read_text()
+    assert '"pane.notifications_limited"' in log
+    for p in (flood, other):
+        daemon.call("pane.close", {"pane_id": p["id"], "signal": "KILL"})
 
 
 # ---------------------------------------------------------------- stalled readers
