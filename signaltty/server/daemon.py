@@ -75,6 +75,8 @@ _KILL_AFTER_S = 3.0
 _CLOSE_KILL_AFTER_S = 5.0
 # after the last pane close, collect and trim once (a burst of closes costs one pass)
 _TRIM_AFTER_S = 1.0
+# The interpreter's GIL switch interval in the daemon (seconds; CPython's default is 0.005).
+SWITCH_INTERVAL_S = 0.001
 # Names of the supervised tasks and of the shutdown steps (SIGNALTTY_FAULTS may name them).
 TASK_NAMES = (
     "watchdog",
@@ -1225,6 +1227,11 @@ def check_daemon(handover_fd: int | None = None, **kwargs: Any) -> int:
 
 def run_daemon(**kwargs: Any) -> int:
     """Run the daemon in the foreground; returns the process exit code."""
+    # A worker thread (a hook's /proc ancestry check, a snapshot write) waits for the GIL
+    # after each system call while the loop is busy with a pane's output: up to the switch
+    # interval every time. 1 ms instead of 5 ms: another pane's hook under 10⁴ OSC a
+    # second took 52–55 ms at worst, 18–28 ms after (bench/latency.py "osc", issue 12).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     daemon = Daemon(**kwargs, handover=read_handover_table())
     try:
         daemon.prepare()

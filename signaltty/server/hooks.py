@@ -1040,17 +1040,26 @@ class HookService:
         if caller.pid is None:
             return ancestry.Origin(True, "unknown")
         sessions, pane_ids = self.pane_procs.snapshot()
-        earlier = await asyncio.to_thread(self.records.earlier)  # reads a file once
-        return await asyncio.to_thread(
-            ancestry.caller_origin,
-            caller.pid,
-            live_children=self._children(),
-            sessions=sessions,
-            pane_ids=pane_ids | set(self.store.panes),
-            ref=caller.ref,
-            before_restart=earlier,
-            **self.origin_extra(),
-        )
+        records = self.records
+        live_children = self._children()
+        known = pane_ids | set(self.store.panes)
+        extra = self.origin_extra()
+        pid, ref = caller.pid, caller.ref
+
+        def trace() -> ancestry.Origin:
+            # one trip to the worker thread: under a busy loop each trip back waits behind
+            # the ready callbacks (bench/latency.py "osc")
+            return ancestry.caller_origin(
+                pid,
+                live_children=live_children,
+                sessions=sessions,
+                pane_ids=known,
+                ref=ref,
+                before_restart=records.earlier(),  # reads a file once
+                **extra,
+            )
+
+        return await asyncio.to_thread(trace)
 
     def origin_extra(self) -> dict[str, Any]:
         """The daemon-wide facts ``caller_origin`` also needs (its pid, people's terminals)."""
