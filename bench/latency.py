@@ -54,6 +54,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import psutil
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _harness as h  # noqa: E402
@@ -276,7 +278,7 @@ def sc_osc(d: h.BenchDaemon, seconds: float) -> dict[str, Any]:
     ws = _workspace(d)
     quiet = _spawn(d, ws, ["sleep", "600"])
     _spawn(d, ws, [PY, "-c", OSC_FLOOD])
-    proc = h.psutil.Process(d.proc.pid) if d.proc else None
+    proc = psutil.Process(d.proc.pid) if d.proc else None
     rss0 = proc.memory_info().rss if proc else 0
     cpu0 = sum(proc.cpu_times()[:2]) if proc else 0.0
     hooks: list[float] = []
