@@ -123,7 +123,7 @@ class PaneRuntime(TerminalReplies):
         self._note_budget = Budget(NOTE_BURST, NOTE_RATE)
         self._held_note: NotificationInput | None = None
         self._held_note_handle: asyncio.TimerHandle | None = None
-        self._notes_dropped = 0
+        self._notes_limited_logged = False
         self._exit_waiters: list[asyncio.Future[None]] = []
         self.on_exit_hooks: list[Callable[[PaneRuntime], None]] = []
         self.status = ProgramStatusLayer(store, pane)
@@ -331,16 +331,15 @@ class PaneRuntime(TerminalReplies):
 
     def _hold_note(self, note: NotificationInput) -> None:
         """Past the notification budget: ``note`` replaces any held one (latest wins) and is
-        applied when the next token comes; the ones it replaced are counted and dropped."""
-        if self._held_note is not None:
-            self._notes_dropped += 1
-            if self._notes_dropped == 1:
-                log.warning(
-                    "pane.notifications_limited",
-                    pane_id=self.pane.id,
-                    burst=NOTE_BURST,
-                    per_second=NOTE_RATE,
-                )
+        applied when the next token comes; the ones it replaced are dropped (logged once)."""
+        if self._held_note is not None and not self._notes_limited_logged:
+            self._notes_limited_logged = True
+            log.warning(
+                "pane.notifications_limited",
+                pane_id=self.pane.id,
+                burst=NOTE_BURST,
+                per_second=NOTE_RATE,
+            )
         self._held_note = note
         if self._held_note_handle is None:
             self._held_note_handle = self._loop.call_later(

@@ -24,7 +24,7 @@ from signaltty.core import mirror, rules
 from signaltty.core.model import Decision, Pane
 from signaltty.core.sanitize import sanitize_text
 from signaltty.core.states import Attention, Lifecycle
-from signaltty.server.coalesce import Coalescer
+from signaltty.server.coalesce import Budget, Coalescer
 
 log = structlog.get_logger("signaltty.remote")
 
@@ -96,9 +96,8 @@ class HostMirror:
         # mirrored pane.updated, latest wins: local pane id → changed fields not yet published
         self._updates: dict[str, set[str]] = {}
         self._coalescer: Coalescer | None = None
-        # the alert budget (``_alert``): tokens now, when counted, prompts waiting for one
-        self._tokens = ALERT_BURST
-        self._tokens_at = time.monotonic()
+        # the alert budget (``_alert``) and the prompts waiting for a token
+        self._alerts = Budget(ALERT_BURST, ALERT_RATE)
         self._deferred: dict[str, str] = {}
         self._deferred_handle: asyncio.TimerHandle | None = None
         # panes whose transitions came in: read back after REFRESH_S (``_refresh_stale``)
@@ -439,11 +438,7 @@ class HostMirror:
         ``ALERT_RATE`` a second): one host cannot flood the desktop. Past the budget a
         permission or input prompt waits for the next token (latest per pane, re-checked
         then); any other alert is dropped."""
-        now = time.monotonic()
-        self._tokens = min(ALERT_BURST, self._tokens + (now - self._tokens_at) * ALERT_RATE)
-        self._tokens_at = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
+        if self._alerts.take():
             self._owner.alert(
                 rules.Alert(
                     pane.id,
@@ -460,9 +455,8 @@ class HostMirror:
             return
         self._deferred[pane.id] = cause
         if self._deferred_handle is None:
-            wait = (1.0 - self._tokens) / ALERT_RATE
             self._deferred_handle = asyncio.get_running_loop().call_later(
-                wait, self._alert_deferred
+                self._alerts.wait_s(), self._alert_deferred
             )
 
     def _alert_deferred(self) -> None:

@@ -16,13 +16,12 @@ docs/security.md "Out of reach".
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import os
 import sys
 from typing import Final
 
 from signaltty.proto import trust
+from signaltty.system import libc
 
 PR_GET_DUMPABLE: Final = 3  # linux/prctl.h
 PR_SET_DUMPABLE: Final = 4
@@ -32,30 +31,11 @@ YAMA_PTRACE_SCOPE: Final = "/proc/sys/kernel/yama/ptrace_scope"
 YAMA_CLASSIC: Final = 0
 
 
-@functools.cache
-def _libc() -> ctypes.CDLL | None:
-    """The C library, loaded once: ``server.status`` reads the dumpable flag at every call,
-    and ``ctypes.util.find_library`` runs ``ldconfig -p`` in a child process each time (it
-    was 12 % of the daemon's CPU under a status client polling every 20 ms)."""
-    try:
-        # the symbols the interpreter itself links: glibc and musl both export prctl
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-
-
 def _prctl(option: int, arg: int = 0) -> int | None:
     """Call ``prctl(option, arg, 0, 0, 0)``; None off Linux or when libc cannot be loaded."""
     if not sys.platform.startswith("linux"):
         return None
-    libc = _libc()
-    if libc is None:
-        return None
-    try:
-        result: int = libc.prctl(option, arg, 0, 0, 0)
-    except AttributeError:
-        return None
-    return result
+    return libc.prctl(option, arg)
 
 
 def set_not_dumpable() -> bool:

@@ -17,13 +17,13 @@ waits for its child reaps it within the loop's next turn, long before that.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import sys
 from collections.abc import Callable, Container
 
 import psutil
+
+from signaltty.system import libc
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 ORPHAN_SCAN_S = 3.0
@@ -38,12 +38,7 @@ def become_subreaper() -> bool:
     """
     if not sys.platform.startswith("linux"):
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        result: int = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        return result == 0
-    except (OSError, AttributeError):
-        return False
+    return libc.prctl(PR_SET_CHILD_SUBREAPER, 1) == 0
 
 
 class OrphanReaper:
