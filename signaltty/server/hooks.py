@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -347,7 +347,20 @@ class HookService:
                 raise SignalttyError("NO_SUCH_PANE", f"no such pane: {p.pane_id}")
         if reporter_pid is None:
             return named, None, None
-        chain = await asyncio.to_thread(ancestry.find_pane, reporter_pid, self._children())
+        children = self._children()
+        # an explicit --pane may need the guard's trace too: both in one worker-thread trip
+        # (under a busy loop each trip back waits behind the ready callbacks)
+        tracer = (
+            self._origin_tracer(reporter_pid, None)
+            if named is not None and not p.pane_from_env
+            else None
+        )
+
+        def walk() -> tuple[ancestry.Chain, ancestry.Origin | None]:
+            found = ancestry.find_pane(reporter_pid, children)
+            return found, (tracer() if tracer is not None and found.pane_id is None else None)
+
+        chain, origin = await asyncio.to_thread(walk)
         if named is not None:  # it may have been closed during the walk
             named = self.store.panes.get(named.id)
             if named is None:
@@ -368,7 +381,8 @@ class HookService:
         # pane by the guard's own measure, or traced to that same pane (its environment): a
         # `setsid -f` escape from pane Y must not write pane X's decisions or the text the
         # person approves
-        origin = await self.origin(Caller(surface="hook", pid=reporter_pid))
+        if origin is None:
+            origin = await self.origin(Caller(surface="hook", pid=reporter_pid))
         if origin.inside and origin.pane_id != named.id:
             log.warning(
                 "hook.escaped_reporter", named=named.id, why=origin.why, caller_pane=origin.pane_id
@@ -1036,15 +1050,19 @@ class HookService:
 
         Also used for notification servers (``desktop.notify``): one inside a pane is refused.
         """
-        self._note_panes()
         if caller.pid is None:
+            self._note_panes()
             return ancestry.Origin(True, "unknown")
+        return await asyncio.to_thread(self._origin_tracer(caller.pid, caller.ref))
+
+    def _origin_tracer(self, pid: int, ref: ProcessRef | None) -> Callable[[], ancestry.Origin]:
+        """What ``origin`` runs in the worker thread, with the daemon's facts taken now."""
+        self._note_panes()
         sessions, pane_ids = self.pane_procs.snapshot()
         records = self.records
         live_children = self._children()
         known = pane_ids | set(self.store.panes)
         extra = self.origin_extra()
-        pid, ref = caller.pid, caller.ref
 
         def trace() -> ancestry.Origin:
             # one trip to the worker thread: under a busy loop each trip back waits behind
@@ -1059,7 +1077,7 @@ class HookService:
                 **extra,
             )
 
-        return await asyncio.to_thread(trace)
+        return trace
 
     def origin_extra(self) -> dict[str, Any]:
         """The daemon-wide facts ``caller_origin`` also needs (its pid, people's terminals)."""
