@@ -199,6 +199,7 @@ _TITLE_CACHE_BYTES: Final = 256
 # the scan starts there: two C-level passes instead of one regex step per CSI, which cost
 # 10-13 ms per MB of SGR-dense output.
 _QUIET_TABLE: Final = bytes.maketrans(b"\x1b0[56]PX^_cn", b"\x01" * 5 + b"\x02" * 7)
+_QUIET_MIN: Final = 512  # bytes; below, the check costs more than it saves (Codex: ~190)
 _QUIET_DELETE: Final = bytes(b for b in range(0x20) if b != _ESC) + b"\x7f"
 # CSI body (params + intermediates + final byte) → query kind.
 _CSI_QUERIES: Final = {
@@ -288,7 +289,8 @@ class OscScanner:
         items: list[Item] = []
         n = len(chunk)
         i = 0
-        quiet = self.skip_quiet  # checked once, at the read's first ground state
+        # checked once, at the read's first ground state; a short read is stepped faster
+        quiet = self.skip_quiet and n >= _QUIET_MIN
         while i < n:
             state = self._state
             if state == _GROUND:
