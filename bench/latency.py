@@ -293,6 +293,7 @@ def sc_osc(d: h.BenchDaemon, seconds: float) -> dict[str, Any]:
     cpu = (sum(proc.cpu_times()[:2]) - cpu0) if proc else 0.0
     hooks.sort()
     return {
+        "hook_p50_ms": round(hooks[len(hooks) // 2] * 1000, 1) if hooks else None,
         "hook_p99_ms": round(hooks[int(0.99 * (len(hooks) - 1))] * 1000, 1) if hooks else None,
         "hook_max_ms": round(hooks[-1] * 1000, 1) if hooks else None,
         "hooks": len(hooks),
