@@ -178,6 +178,9 @@ _CSI_RUN: Final = re.compile(
 )
 _CSI_RE: Final = re.compile(rb"\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]")
 _CSI_PARAMS: Final = re.compile(rb"[\x20-\x3f]*")
+# A whole OSC from its ESC: the payload up to the first BEL, ESC, CAN or SUB, then BEL or
+# ESC \ (what _scan_osc and _step read byte by byte; CAN, SUB or another ESC abort it).
+_OSC_WHOLE: Final = re.compile(rb"\x1b\]([^\x07\x18\x1a\x1b]*)(\x07|\x1b\\)")
 _OSC_STOP: Final = re.compile(rb"[\x07\x18\x1a\x1b]")
 _STR_STOP: Final = re.compile(rb"[\x18\x1a\x1b]")
 _PS_RE: Final = re.compile(rb"0|[1-9][0-9]{0,5}")
@@ -311,6 +314,9 @@ class OscScanner:
                     continue  # skipped whole non-query CSIs (and the text between them)
                 csi = _CSI_RE.match(chunk, esc)
                 if csi is None:
+                    i = self._whole_osc(chunk, esc, base, items)
+                    if i > esc:
+                        continue
                     self._state = _ESC_STATE
                     i = esc + 1
                 else:  # a whole query CSI (final "c" or "n") inside this chunk
@@ -332,6 +338,18 @@ class OscScanner:
             else:
                 i = self._step(chunk[i], base + i + 1, items, i)
         return items
+
+    def _whole_osc(self, chunk: bytes, esc: int, base: int, items: list[Item]) -> int:
+        """At an ESC in the ground state: the index after a whole OSC that starts there
+        (dispatched as ``_scan_osc`` and ``_step`` would), else ``esc``."""
+        whole = _OSC_WHOLE.match(chunk, esc)
+        if whole is None:
+            return esc
+        end = whole.end()
+        raw = whole[1]
+        if len(raw) <= MAX_OSC_PAYLOAD:  # a longer one is dropped, as on overflow
+            self._osc_payload(raw, whole[2], base + end, items)
+        return end
 
     @staticmethod
     def _skip_quiet(chunk: bytes, i: int) -> int:
@@ -464,8 +482,12 @@ class OscScanner:
         raw = bytes(self._buf)
         overflow = self._overflow
         self.reset()
-        if overflow:
-            return
+        if not overflow:
+            self._osc_payload(raw, terminator, end, items)
+
+    def _osc_payload(self, raw: bytes, terminator: bytes, end: int, items: list[Item]) -> None:
+        """Dispatch the payload ``raw`` (≤ MAX_OSC_PAYLOAD bytes) of an OSC that ended at
+        ``end`` with ``terminator``; the scanner's state is not touched."""
         text = self._titles.get(raw)
         if text is not None:  # a title seen before: same item, without decoding again
             items.append(Title(end, raw[0] - 0x30, text))

@@ -368,10 +368,13 @@ def test_fuzz_long_stream() -> None:
 
 
 class _SteppingScanner(OscScanner):
-    """The scanner without its shortcuts: every read scanned from its first byte and every
-    CSI byte stepped one at a time (the behaviour before issue 12's quiet-read check)."""
+    """The scanner without its shortcuts: every read scanned from its first byte, every CSI
+    and OSC byte stepped one at a time (the behaviour before issue 12's shortcuts)."""
 
     skip_quiet = False
+
+    def _whole_osc(self, chunk: bytes, esc: int, base: int, items: list[Item]) -> int:
+        return esc
 
     def _scan_csi(self, chunk: bytes, i: int, base: int, items: list[Item]) -> int:
         return self._step(chunk[i], base + i + 1, items, i)
@@ -386,6 +389,9 @@ _PIECES = (
     b"\x1b[" + b"1;" * 9 + b"6n", b"\x1b]0;title\x07", b"\x1b]2;t\x1b\\", b"\x1b]9;note\x07",
     b"\x1b\x08]0;x\x07", b"\x1bPq#0\x07\x1b\\", b"\x1b_apc\x1b\\", b"\x1bc", b"\x07",
     b"\x1b(B", b"\x1b", b"\x1b[", b"\xe2\x9e\x9c", b"\x9b6n", b"\x1a", b"\x1b\x7f]1;i\x07",
+    b"\x1b]0;" + b"x" * (MAX_OSC_PAYLOAD - 2) + b"\x07",  # at the payload limit: kept
+    b"\x1b]0;" + b"x" * (MAX_OSC_PAYLOAD - 1) + b"\x1b\\",  # one over: dropped
+    b"\x1b]0;a\x18b\x07", b"\x1b]9;a\x1ab\x1b\\", b"\x1b]9;a\x1b]0;b\x07",
 )
 
 
