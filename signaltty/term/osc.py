@@ -22,6 +22,10 @@ Design notes:
 * An OSC payload longer than ``MAX_OSC_PAYLOAD`` bytes (counted raw, between ``ESC ]``
   and the terminator) is dropped and skipped to its terminator; memory stays bounded.
 * A malformed sequence never raises; it aborts to the ground state.
+* Shortcuts (issue 12), each exact against stepping every byte (tests/term/test_osc.py):
+  a read of ``_QUIET_MIN`` bytes or more that cannot hold an item nor start a string is
+  scanned from its last ESC (``_QUIET_TABLE``); a CSI's parameters are taken in one run; a
+  whole OSC inside one read is matched by one regex (``_OSC_WHOLE``).
 """
 
 from __future__ import annotations
