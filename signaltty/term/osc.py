@@ -25,7 +25,7 @@ Design notes:
 * Shortcuts (issue 12), each exact against stepping every byte (tests/term/test_osc.py):
   a read of ``_QUIET_MIN`` bytes or more that cannot hold an item nor start a string is
   scanned from its last ESC (``_QUIET_TABLE``); a CSI's parameters are taken in one run; a
-  whole OSC inside one read is matched by one regex (``_OSC_WHOLE``).
+  whole OSC inside one read is found by one search (``_whole_osc``).
 """
 
 from __future__ import annotations
@@ -182,9 +182,6 @@ _CSI_RUN: Final = re.compile(
 )
 _CSI_RE: Final = re.compile(rb"\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]")
 _CSI_PARAMS: Final = re.compile(rb"[\x20-\x3f]*")
-# A whole OSC from its ESC: the payload up to the first BEL, ESC, CAN or SUB, then BEL or
-# ESC \ (what _scan_osc and _step read byte by byte; CAN, SUB or another ESC abort it).
-_OSC_WHOLE: Final = re.compile(rb"\x1b\]([^\x07\x18\x1a\x1b]*)(\x07|\x1b\\)")
 _OSC_STOP: Final = re.compile(rb"[\x07\x18\x1a\x1b]")
 _STR_STOP: Final = re.compile(rb"[\x18\x1a\x1b]")
 _PS_RE: Final = re.compile(rb"0|[1-9][0-9]{0,5}")
@@ -346,13 +343,22 @@ class OscScanner:
     def _whole_osc(self, chunk: bytes, esc: int, base: int, items: list[Item]) -> int:
         """At an ESC in the ground state: the index after a whole OSC that starts there
         (dispatched as ``_scan_osc`` and ``_step`` would), else ``esc``."""
-        whole = _OSC_WHOLE.match(chunk, esc)
-        if whole is None:
+        start = esc + 2
+        if chunk[esc + 1 : start] != b"]":
             return esc
-        end = whole.end()
-        raw = whole[1]
-        if len(raw) <= MAX_OSC_PAYLOAD:  # a longer one is dropped, as on overflow
-            self._osc_payload(raw, whole[2], base + end, items)
+        # the payload ends at the first BEL, ESC, CAN or SUB; one past the payload limit is
+        # far enough to look (a longer OSC is dropped: the stepping path skips it)
+        found = _OSC_STOP.search(chunk, start, start + MAX_OSC_PAYLOAD + 1)
+        if found is None:
+            return esc
+        stop = found.start()
+        if chunk[stop] == _BEL:
+            terminator, end = b"\x07", stop + 1
+        elif chunk[stop] == _ESC and chunk[stop + 1 : stop + 2] == b"\\":
+            terminator, end = b"\x1b\\", stop + 2
+        else:  # CAN or SUB, another sequence, or ESC as the read's last byte
+            return esc
+        self._osc_payload(chunk[start:stop], terminator, base + end, items)
         return end
 
     @staticmethod
