@@ -62,6 +62,12 @@ _DRAIN_NOW = 16 * 1024
 # (not in ``read_batch`` rounds) until no read this large came for BULK_HOLD_S seconds.
 _BULK_READ = 2048
 _BULK_HOLD_S = 0.25
+# A read that held this many items (OSC sequences, BELs, queries: ~25 µs each to scan and
+# apply) makes the next read of the pane take at most _DENSE_READ_BYTES: a loop turn then
+# spends ~1 ms instead of ~4 ms on such a pane, and another pane's request waits that long
+# at each of its steps (issue 12, bad input: 10⁴ OSC a second, bench/latency.py "osc").
+_DENSE_ITEMS = 32
+_DENSE_READ_BYTES = 1024
 # After the child exits, read what it left in the PTY, at most this much at once.
 _EXIT_DRAIN_BYTES = 256 * 1024
 # A pane's OSC 9/99/777 notifications: this many at once, then this many a second; past it
@@ -111,6 +117,7 @@ class PaneRuntime(TerminalReplies):
         self._settled = asyncio.Event()
         self._settled.set()
         self._reply_job: ReplyJob | None = None
+        self._read_limit = PTY_READ_BYTES
         self._reply_task: asyncio.Task[None] | None = None
         self._input_lock = asyncio.Lock()
         self._writable: asyncio.Future[None] | None = None
@@ -217,7 +224,7 @@ class PaneRuntime(TerminalReplies):
 
     def _on_readable(self) -> None:
         try:
-            self._read_once()
+            self._read_once(self._read_limit)
         except Exception:  # noqa: BLE001 - one pane's fault must not reach the loop
             log.exception("pump.failed", pane_id=self.pane.id)
             self.scanner.reset()
@@ -252,6 +259,7 @@ class PaneRuntime(TerminalReplies):
 
     def _process(self, data: bytes) -> None:
         items = self.scanner.feed(data)
+        self._read_limit = _DENSE_READ_BYTES if len(items) >= _DENSE_ITEMS else PTY_READ_BYTES
         prefed = self._answer_queries(items, data) if items else 0
         self._append_raw(data)
         self.pane.last_activity_at = time.time()
