@@ -362,9 +362,12 @@ class LazyFeed:
         reason, b0, b1 = seg.blocker
         b1 = max(b1, b0 + 1)
         self.stats[f"blocked:{reason}"] += 1
-        if final or b1 - b0 <= self._prelude_budget:
+        # a scroll moves every row and may push one into history: it costs about a row of
+        # characters, so a run of bare line feeds is not drawn ~16 Ki scrolls at once
+        cost = (b1 - b0) * (self.screen.columns if reason == "scroll" else 1)
+        if final or cost <= self._prelude_budget:
             if not final:
-                self._prelude_budget -= b1 - b0
+                self._prelude_budget -= cost
             self._draw(text[b0:b1])
             return b1, False
         return self._through(text, b0, b1, final), False
