@@ -22,6 +22,10 @@ if [ "$(id -u)" = 0 ]; then
   [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 fi
 command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
+# the screen model's native loops (signaltty/term/screen/_native.c, built by `pip install -e`;
+# tests/term/test_native.py fails without them)
+command -v cc >/dev/null 2>&1 || need+=(gcc)
+python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' || need+=(python3-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "tests/run.sh: installing ${need[*]} (Debian packages)"

@@ -35,6 +35,7 @@ from pyte import modes as mo
 from pyte.screens import StaticDefaultDict
 
 from signaltty.core.limits import HISTORY_LINES, MAX_OSC_PAYLOAD
+from signaltty.term.screen import native
 from signaltty.term.screen.cells import _BLANK, _LAT1, _NARROW, _NARROW_MAX, _WIDTH, _Glyphs, _Grid
 from signaltty.term.screen.parser import TolerantStream
 from signaltty.term.screen.sgr import absolute_sgr
@@ -86,17 +87,31 @@ def applicable(screen: HardenedScreen) -> bool:
     return screen.margins is None and mo.DECAWM in mode and mo.IRM not in mode and table is _LAT1
 
 
-def simple_end(text: str, pos: int) -> int:
-    """Index of the first element at or after ``pos`` that is not simple."""
+def simple_end_re(text: str, pos: int) -> int:
+    """Index of the first element at or after ``pos`` that is not simple (pure Python)."""
     m = _SIMPLE_RUN.match(text, pos)
     return m.end() if m is not None else pos
 
 
-def _strip(run: str) -> str:
-    """The characters a simple run draws, with its CR LF pairs."""
+def strip_re(text: str, start: int, stop: int) -> str:
+    """The characters the simple run ``text[start:stop]`` draws, with its CR LF pairs (pure
+    Python)."""
+    run = text[start:stop]
     if "\x1b" in run:
         run = (_STRIP_SEQ if "\x1b]" in run else _STRIP_SGR).sub("", run)
     return run
+
+
+# The native forms (native.py) when built: the same results, without sre's work per element.
+_NATIVE_SIMPLE_END: Final = native.simple_end
+_strip: Final = strip_re if native.strip is None else native.strip
+
+
+def simple_end(text: str, pos: int) -> int:
+    """Index of the first element at or after ``pos`` that is not simple."""
+    if _NATIVE_SIMPLE_END is not None:
+        return _NATIVE_SIMPLE_END(text, pos, MAX_OSC_PAYLOAD)
+    return simple_end_re(text, pos)
 
 
 def _at_bottom(screen: HardenedScreen) -> bool:
@@ -142,7 +157,7 @@ def plan(screen: HardenedScreen, text: str, pos: int) -> LinePlan:
     if last < 0:
         return LinePlan("none", pos, end, [])
     stop = last + 2
-    stripped = _strip(text[pos:stop])
+    stripped = _strip(text, pos, stop)
     limit = _narrow_limit(text, pos, stop, stripped)
     if limit < stop:
         end = limit
@@ -150,7 +165,7 @@ def plan(screen: HardenedScreen, text: str, pos: int) -> LinePlan:
         if last < 0:
             return LinePlan("none", pos, end, [])
         stop = last + 2
-        stripped = _strip(text[pos:stop])
+        stripped = _strip(text, pos, stop)
     lines = stripped.split(_CRLF)
     lines.pop()  # the text ends with CR LF
     columns = screen.columns

@@ -49,6 +49,7 @@ from pyte import charsets as cs
 from pyte import modes as mo
 
 from signaltty.core.limits import MAX_OSC_PAYLOAD
+from signaltty.term.screen import native
 from signaltty.term.screen.cells import _BLANK, _DATA, _LAT1, _NARROW, _NARROW_MAX, _WIDTH
 from signaltty.term.screen.fastforward import UNFINISHED
 from signaltty.term.screen.history import fold_sgr
@@ -83,6 +84,14 @@ _ELEMENT: Final = re.compile(
     r"|\x1b(?:([ -/]{1,16})([0-~])|([0-OQ-WYZ\\`-~]))"
 )
 _STRIP_SGR: Final = re.compile("\x1b[^m]*m")
+# The native strip (native.py): on a paint, where every ESC starts an SGR sequence, the same
+# result as ``_STRIP_SGR.sub("", run)``, read straight from the text without slicing it.
+_NATIVE_STRIP: Final = native.strip
+# The native loop over the common elements (row repaints, narrow paints, memoized free CSIs
+# and mode events): the same records and state as the loop below, which goes on where it stops.
+_NATIVE_ROWS: Final = native.scan_rows
+_NATIVE_PLAN: Final = native.plan_live
+_ROW: Final = itemgetter(1)
 # An SGR with a parameter that sets a background colour (40-48, 100-107); a 256-colour index
 # of that value also matches, which only keeps an erase live.
 _BG_SGR: Final = re.compile(r"\x1b\[(?:[0-9:;]*[;:])?(?:4[0-8]|10[0-7])(?:[;:][0-9:;]*)?m")
@@ -276,6 +285,7 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
     match = _ELEMENT.match
     ops = _OPS
     strip = _STRIP_SGR.sub
+    c_strip = _NATIVE_STRIP
     cups = _CUPS.get((lines, columns))
     if cups is None or len(cups) >= _OPS_MAX:
         if len(_CUPS) >= 8:
@@ -284,7 +294,14 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
     n = len(text)
     p = pos
     blocker: tuple[str, int, int] | None = None
+    rows = _NATIVE_ROWS
     while p < n:
+        if rows is not None:
+            p, x, y, last = rows(
+                text, p, columns, lines, x, y, last, writes, spans, events, ops, _SPANS_MAX
+            )
+            if p >= n:
+                break
         m = match(text, p)
         if m is None:
             if UNFINISHED.match(text, p) is None:
@@ -308,7 +325,10 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
             y, x = yx
             run, erase = m.group(3, 4)
             if run is not None:
-                vis = strip("", run) if _ESC in run else run
+                if c_strip is not None:
+                    vis = c_strip(text, m.start(3), m.end(3))
+                else:
+                    vis = strip("", run) if _ESC in run else run
                 if vis:
                     width = len(vis)
                     if x + width > columns:
@@ -332,8 +352,11 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
                 put((len(writes), y, x, columns if x else reset))
                 writes.append((m.start(4), e, WRITE, x, y, last))
         elif k == 5:
-            run = m[5]
-            vis = strip("", run) if _ESC in run else run
+            if c_strip is not None:
+                vis = c_strip(text, p, e)
+            else:
+                run = m[5]
+                vis = strip("", run) if _ESC in run else run
             if vis:
                 width = len(vis)
                 if x + width > columns:
@@ -488,12 +511,12 @@ def plan(screen: HardenedScreen, segment: Segment) -> bytearray:
     pinned write is always live.
     """
     writes = segment.writes
-    live = bytearray(len(writes))
     buffer = screen.buffer
     # A row with a wide character's right half: a write next to it splits the character, so
     # its writes are kept (the segment's own characters are all one cell wide).
     stubby = set()
-    for y in {span[1] for span in segment.spans}:
+    used = set(map(_ROW, segment.spans))
+    for y in used:
         row = buffer.get(y)
         if row is not None and "" in map(_DATA, row.values()):
             stubby.add(y)
@@ -502,6 +525,19 @@ def plan(screen: HardenedScreen, segment: Segment) -> bytearray:
     # blanks with the plain background and the row's default is the plain blank already.
     columns = screen.columns
     plain = segment.bg_free and screen.cursor.attrs.bg == "default"
+    if _NATIVE_PLAN is not None:
+        lines = screen.lines
+        rows_plain = bytearray(lines)
+        if plain:
+            for y in used:
+                row = buffer.get(y)
+                if (buffer.fill if row is None else row.default) == _BLANK:
+                    rows_plain[y] = 1
+        rows_stubby = bytearray(lines)
+        for y in stubby:
+            rows_stubby[y] = 1
+        return _NATIVE_PLAN(writes, segment.spans, lines, columns, rows_plain, rows_stubby)
+    live = bytearray(len(writes))
     cover: dict[int, int] = {}
     get = cover.get
     for index, y, first, stop in reversed(segment.spans):

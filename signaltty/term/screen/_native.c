@@ -1,0 +1,738 @@
+/* Native loops of the screen model's fast paths (issue 12).
+ *
+ * Layer rule: CPython's C API only; no I/O, no state. Each function computes exactly what the
+ * pure-Python form named in its docstring computes (signaltty/term/screen/native.py chooses
+ * between them; tests/term/test_native.py compares the two on generated input).
+ *
+ * Characters are read through PyUnicode_READ, so every storage kind (1, 2 or 4 bytes per code
+ * point) takes the same path; positions are code-point indices, as in Python.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define ESC 0x1b
+#define BEL 0x07
+
+/* SGR parameters end after at most this many bytes of [0-?] (the regexes' {0,256}+). */
+#define SGR_PARAMS_MAX 256
+
+static inline int
+is_param(Py_UCS4 c)
+{
+    return c >= 0x30 && c <= 0x3f;
+}
+
+/* Drawn by the simple-run regex: [ -~] or [^\x00-\x1f\x7f-\x9f]. */
+static inline int
+is_plain(Py_UCS4 c)
+{
+    return (c >= 0x20 && c <= 0x7e) || c >= 0xa0;
+}
+
+/* OSC payload characters: [^\x00-\x1f\x7f]. */
+static inline int
+is_payload(Py_UCS4 c)
+{
+    return c >= 0x20 && c != 0x7f;
+}
+
+/* End of the SGR sequence "ESC [ params m" at i (text[i] == ESC), or -1. */
+static inline Py_ssize_t
+sgr_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t i)
+{
+    Py_ssize_t j = i + 2, limit;
+    if (j > n || PyUnicode_READ(kind, data, i + 1) != '[')
+        return -1;
+    limit = j + SGR_PARAMS_MAX < n ? j + SGR_PARAMS_MAX : n;
+    while (j < limit && is_param(PyUnicode_READ(kind, data, j)))
+        j++;
+    if (j < n && PyUnicode_READ(kind, data, j) == 'm')
+        return j + 1;
+    return -1;
+}
+
+/* End of the OSC "ESC ] payload (BEL | ESC \)" at i (text[i] == ESC), or -1. */
+static inline Py_ssize_t
+osc_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t i, Py_ssize_t payload_max)
+{
+    Py_ssize_t j = i + 2, limit;
+    Py_UCS4 c;
+    if (j > n || PyUnicode_READ(kind, data, i + 1) != ']')
+        return -1;
+    limit = payload_max < n - j ? j + payload_max : n;
+    while (j < limit && is_payload(PyUnicode_READ(kind, data, j)))
+        j++;
+    if (j >= n)
+        return -1;
+    c = PyUnicode_READ(kind, data, j);
+    if (c == BEL)
+        return j + 1;
+    if (c == ESC && j + 1 < n && PyUnicode_READ(kind, data, j + 1) == '\\')
+        return j + 2;
+    return -1;
+}
+
+static Py_ssize_t
+clamp(Py_ssize_t value, Py_ssize_t n)
+{
+    return value < 0 ? 0 : (value > n ? n : value);
+}
+
+PyDoc_STRVAR(simple_end_doc,
+"simple_end(text, pos, osc_max) -> int\n\n"
+"Index of the first element at or after ``pos`` that is not simple: the end of\n"
+"``history._SIMPLE_RUN.match(text, pos)`` (width-agnostic text, SGR sequences with at most\n"
+"256 parameter bytes, CR LF, OSC sequences with at most ``osc_max`` payload characters).\n"
+"``pos`` is clamped to ``0..len(text)`` as ``re`` does.");
+
+static PyObject *
+simple_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *text;
+    Py_ssize_t n, i, osc_max, end;
+    int kind;
+    const void *data;
+
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "simple_end(text, pos, osc_max) takes 3 arguments");
+        return NULL;
+    }
+    text = args[0];
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "simple_end: text must be str");
+        return NULL;
+    }
+    i = PyLong_AsSsize_t(args[1]);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    osc_max = PyLong_AsSsize_t(args[2]);
+    if (osc_max == -1 && PyErr_Occurred())
+        return NULL;
+    if (osc_max < 0) {
+        PyErr_SetString(PyExc_ValueError, "simple_end: osc_max must be >= 0");
+        return NULL;
+    }
+    n = PyUnicode_GET_LENGTH(text);
+    kind = PyUnicode_KIND(text);
+    data = PyUnicode_DATA(text);
+    i = clamp(i, n);
+    while (i < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (is_plain(c)) {
+            i++;
+            continue;
+        }
+        if (c == '\r') {
+            if (i + 1 < n && PyUnicode_READ(kind, data, i + 1) == '\n') {
+                i += 2;
+                continue;
+            }
+            break;
+        }
+        if (c != ESC)
+            break;
+        end = sgr_end(kind, data, n, i);
+        if (end < 0)
+            end = osc_end(kind, data, n, i, osc_max);
+        if (end < 0)
+            break;
+        i = end;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
+PyDoc_STRVAR(strip_doc,
+"strip(text, start, stop) -> str\n\n"
+"``text[start:stop]`` without its SGR and OSC sequences: an ESC followed by ``]`` loses\n"
+"everything up to and including the next BEL or ``ESC \\``; any other ESC loses everything\n"
+"up to and including the next ``m``; an ESC without its terminator is kept. On a simple run\n"
+"(``history``) or a paint (``repaint``), where every ESC starts an SGR or OSC sequence,\n"
+"this is ``history._strip`` and ``repaint``'s ``_STRIP_SGR.sub('', run)``. ``start`` and\n"
+"``stop`` are clamped to ``0..len(text)``.");
+
+static PyObject *
+strip(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *text, *result;
+    Py_ssize_t n, start, stop, i, j, out, mark;
+    int kind;
+    const char *data;
+    char *buffer;
+
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "strip(text, start, stop) takes 3 arguments");
+        return NULL;
+    }
+    text = args[0];
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "strip: text must be str");
+        return NULL;
+    }
+    start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred())
+        return NULL;
+    stop = PyLong_AsSsize_t(args[2]);
+    if (stop == -1 && PyErr_Occurred())
+        return NULL;
+    n = PyUnicode_GET_LENGTH(text);
+    start = clamp(start, n);
+    stop = clamp(stop, n);
+    if (stop <= start)
+        return PyUnicode_New(0, 0);
+    kind = PyUnicode_KIND(text);
+    data = (const char *)PyUnicode_DATA(text);
+    if (PyUnicode_FindChar(text, ESC, start, stop, 1) == -1)
+        return PyUnicode_Substring(text, start, stop);
+    buffer = PyMem_Malloc((size_t)(stop - start) * (size_t)kind);
+    if (buffer == NULL)
+        return PyErr_NoMemory();
+    out = 0;
+    mark = start;  /* start of the text not yet copied */
+    i = start;
+    while (i < stop) {
+        if (PyUnicode_READ(kind, data, i) != ESC) {
+            i++;
+            continue;
+        }
+        j = -1;
+        if (i + 1 < stop && PyUnicode_READ(kind, data, i + 1) == ']') {
+            Py_ssize_t k;
+            for (k = i + 2; k < stop; k++) {
+                Py_UCS4 c = PyUnicode_READ(kind, data, k);
+                if (c == BEL) {
+                    j = k + 1;
+                    break;
+                }
+                if (c == ESC && k + 1 < stop && PyUnicode_READ(kind, data, k + 1) == '\\') {
+                    j = k + 2;
+                    break;
+                }
+            }
+        }
+        else {
+            Py_ssize_t k;
+            for (k = i + 1; k < stop; k++) {
+                if (PyUnicode_READ(kind, data, k) == 'm') {
+                    j = k + 1;
+                    break;
+                }
+            }
+        }
+        if (j < 0) {  /* unterminated: the ESC is text */
+            i++;
+            continue;
+        }
+        memcpy(buffer + out * kind, data + mark * kind, (size_t)(i - mark) * (size_t)kind);
+        out += i - mark;
+        mark = i = j;
+    }
+    memcpy(buffer + out * kind, data + mark * kind, (size_t)(stop - mark) * (size_t)kind);
+    out += stop - mark;
+    /* FromKindAndData narrows to the smallest kind that holds the result (canonical str). */
+    result = PyUnicode_FromKindAndData(kind, buffer, out);
+    PyMem_Free(buffer);
+    return result;
+}
+
+/* --- repaint.scan's common elements ------------------------------------------------------ */
+
+/* repaint.NARROW_RANGES: characters one cell wide without a width lookup. */
+static inline int
+is_narrow(Py_UCS4 c)
+{
+    return (c >= 0x20 && c <= 0x7e) || (c >= 0xa0 && c <= 0xff) || (c >= 0x2010 && c <= 0x2027)
+        || (c >= 0x2190 && c <= 0x21ff) || (c >= 0x2500 && c <= 0x259f)
+        || (c >= 0x2800 && c <= 0x28ff);
+}
+
+/* Codes shared with repaint.py (checked by tests/term/test_native.py). */
+#define WRITE 1
+#define FREE_OP 0
+#define EVENT_OP 12
+
+static PyObject *csi_tag;  /* "csi" */
+
+/* A paint at i: runs of characters accepted by `ok` and SGR sequences, as many as there are.
+ * Returns its end (== i if empty); *width gets the characters drawn, *last_at the index of
+ * the last one (-1 if none); *odd is set if a printable character outside `ok` stopped it. */
+static Py_ssize_t
+paint_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t i, int narrow_only,
+          Py_ssize_t *width, Py_ssize_t *last_at)
+{
+    Py_ssize_t w = 0, at = -1, end;
+    while (i < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == ESC) {
+            end = sgr_end(kind, data, n, i);
+            if (end < 0)
+                break;
+            i = end;
+            continue;
+        }
+        if (narrow_only ? !is_narrow(c) : !is_plain(c))
+            break;
+        at = i;
+        w++;
+        i++;
+    }
+    *width = w;
+    *last_at = at;
+    return i;
+}
+
+static int
+append_new(PyObject *list, PyObject *item)
+{
+    int rc;
+    if (item == NULL)
+        return -1;
+    rc = PyList_Append(list, item);
+    Py_DECREF(item);
+    return rc;
+}
+
+static PyObject *
+ints4(Py_ssize_t a, Py_ssize_t b, Py_ssize_t c, Py_ssize_t d)
+{
+    PyObject *t = PyTuple_New(4);
+    Py_ssize_t v[4] = {a, b, c, d};
+    int k;
+    if (t == NULL)
+        return NULL;
+    for (k = 0; k < 4; k++) {
+        PyObject *o = PyLong_FromSsize_t(v[k]);
+        if (o == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, o);
+    }
+    return t;
+}
+
+/* (start, end, WRITE, x, y, last) */
+static PyObject *
+write_tuple(Py_ssize_t start, Py_ssize_t end, Py_ssize_t x, Py_ssize_t y, PyObject *last)
+{
+    PyObject *t = ints4(start, end, WRITE, x), *yy, *full;
+    if (t == NULL)
+        return NULL;
+    yy = PyLong_FromSsize_t(y);
+    full = yy == NULL ? NULL : PyTuple_New(6);
+    if (full == NULL) {
+        Py_DECREF(t);
+        Py_XDECREF(yy);
+        return NULL;
+    }
+    for (int k = 0; k < 4; k++) {
+        PyObject *o = PyTuple_GET_ITEM(t, k);
+        Py_INCREF(o);
+        PyTuple_SET_ITEM(full, k, o);
+    }
+    Py_DECREF(t);
+    PyTuple_SET_ITEM(full, 4, yy);
+    Py_INCREF(last);
+    PyTuple_SET_ITEM(full, 5, last);
+    return full;
+}
+
+/* Record one write of cells [first, stop) on row y: its span, then the write itself. */
+static int
+record(PyObject *writes, PyObject *spans, Py_ssize_t start, Py_ssize_t end, Py_ssize_t x,
+       Py_ssize_t y, PyObject *last, Py_ssize_t first, Py_ssize_t stop)
+{
+    if (append_new(spans, ints4(PyList_GET_SIZE(writes), y, first, stop)) < 0)
+        return -1;
+    return append_new(writes, write_tuple(start, end, x, y, last));
+}
+
+static Py_ssize_t
+clamp_to(Py_ssize_t value, Py_ssize_t hi)
+{
+    return value < 0 ? 0 : (value > hi ? hi : value);
+}
+
+/* The number written by up to 4 ASCII digits at [a, b); "" reads as 1 (CUP's default). */
+static Py_ssize_t
+cup_number(int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
+{
+    Py_ssize_t v = 0;
+    if (a == b)
+        return 1;
+    for (; a < b; a++)
+        v = v * 10 + (Py_ssize_t)(PyUnicode_READ(kind, data, a) - '0');
+    return v;
+}
+
+static inline Py_ssize_t
+digits(int kind, const void *data, Py_ssize_t n, Py_ssize_t i, Py_ssize_t most)
+{
+    Py_ssize_t j = i;
+    while (j < n && j - i < most) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, j);
+        if (c < '0' || c > '9')
+            break;
+        j++;
+    }
+    return j;
+}
+
+PyDoc_STRVAR(scan_rows_doc,
+"scan_rows(text, pos, columns, lines, x, y, last, writes, spans, events, ops, spans_max)\n"
+"    -> (pos, x, y, last)\n\n"
+"``repaint.scan``'s loop over its most common elements, from ``pos`` on: a row repaint\n"
+"(``CUP`` [narrow paint] [``EL 0``]) that fits on its row, a paint of narrow characters that\n"
+"fits, and a CSI whose memoized operation (``ops``, repaint's ``_OPS``) is free or a plain\n"
+"event. Appends to ``writes``, ``spans`` and ``events`` exactly what the Python loop would and\n"
+"returns at the first element it does not take (or when ``spans`` holds more than\n"
+"``spans_max``), with the cursor column, row and REP's character there; the Python loop goes\n"
+"on from that position.");
+
+static PyObject *
+scan_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *text, *last, *writes, *spans, *events, *ops, *result = NULL;
+    Py_ssize_t n, p, columns, lines, x, y, spans_max;
+    int kind;
+    const void *data;
+
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "scan_rows takes 12 arguments");
+        return NULL;
+    }
+    text = args[0];
+    last = args[6];
+    writes = args[7];
+    spans = args[8];
+    events = args[9];
+    ops = args[10];
+    if (!PyUnicode_Check(text) || !PyUnicode_Check(last) || !PyList_CheckExact(writes)
+        || !PyList_CheckExact(spans) || !PyList_CheckExact(events) || !PyDict_CheckExact(ops)) {
+        PyErr_SetString(PyExc_TypeError, "scan_rows: bad argument types");
+        return NULL;
+    }
+    p = PyLong_AsSsize_t(args[1]);
+    columns = PyLong_AsSsize_t(args[2]);
+    lines = PyLong_AsSsize_t(args[3]);
+    x = PyLong_AsSsize_t(args[4]);
+    y = PyLong_AsSsize_t(args[5]);
+    spans_max = PyLong_AsSsize_t(args[11]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (columns < 2 || lines < 2) {
+        PyErr_SetString(PyExc_ValueError, "scan_rows: the screen must be at least 2 x 2");
+        return NULL;
+    }
+    n = PyUnicode_GET_LENGTH(text);
+    kind = PyUnicode_KIND(text);
+    data = PyUnicode_DATA(text);
+    Py_INCREF(last);
+    if (p < 0)
+        p = 0;
+    while (p < n && PyList_GET_SIZE(spans) <= spans_max) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        Py_ssize_t i, a1, b1, a2 = -1, b2 = -1, s3, e3, width, last_at, e;
+        if (c != ESC) {
+            /* A paint that starts with text: only narrow characters, and it must fit. */
+            if (!is_plain(c))
+                break;
+            e = paint_end(kind, data, n, p, 0, &width, &last_at);
+            {
+                Py_ssize_t narrow_end, w2, at2;
+                narrow_end = paint_end(kind, data, n, p, 1, &w2, &at2);
+                if (narrow_end != e || x + width > columns)
+                    break;  /* a character to look up, or a wrap: the Python loop */
+            }
+            if (record(writes, spans, p, e, x, y, last, x, x + width) < 0)
+                goto error;
+            x += width;
+            Py_SETREF(last, PyUnicode_Substring(text, last_at, last_at + 1));
+            if (last == NULL)
+                goto error;
+            p = e;
+            continue;
+        }
+        if (p + 1 >= n || PyUnicode_READ(kind, data, p + 1) != '[')
+            break;
+        /* Alternative 1: CSI row [; column] H|f, then a narrow paint, then EL 0. */
+        a1 = p + 2;
+        b1 = digits(kind, data, n, a1, 4);
+        i = b1;
+        if (i < n && PyUnicode_READ(kind, data, i) == ';') {
+            a2 = i + 1;
+            b2 = digits(kind, data, n, a2, 4);
+            i = b2;
+        }
+        if (i < n && (PyUnicode_READ(kind, data, i) == 'H' || PyUnicode_READ(kind, data, i) == 'f')) {
+            Py_ssize_t e4 = -1, s4;
+            y = clamp_to(cup_number(kind, data, a1, b1) - 1, lines - 1);
+            x = clamp_to((a2 < 0 ? 1 : cup_number(kind, data, a2, b2)) - 1, columns - 1);
+            s3 = i + 1;
+            e3 = paint_end(kind, data, n, s3, 1, &width, &last_at);
+            s4 = e3;
+            if (s4 + 2 < n && PyUnicode_READ(kind, data, s4) == ESC
+                && PyUnicode_READ(kind, data, s4 + 1) == '[') {
+                Py_UCS4 k2 = PyUnicode_READ(kind, data, s4 + 2);
+                if (k2 == 'K')
+                    e4 = s4 + 3;
+                else if (k2 == '0' && s4 + 3 < n && PyUnicode_READ(kind, data, s4 + 3) == 'K')
+                    e4 = s4 + 4;
+            }
+            e = e4 >= 0 ? e4 : e3;
+            if (width > 0) {
+                if (x + width > columns) {
+                    /* The paint is the next element (a wrap): the Python loop takes it. */
+                    p = s3;
+                    break;
+                }
+                if (e4 < 0) {
+                    if (record(writes, spans, s3, e, x, y, last, x, x + width) < 0)
+                        goto error;
+                    x += width;
+                }
+                else {
+                    if (record(writes, spans, s3, e, x, y, last, x, columns) < 0)
+                        goto error;
+                    x = x + width < columns - 1 ? x + width : columns - 1;
+                    e4 = -1;
+                }
+                Py_SETREF(last, PyUnicode_Substring(text, last_at, last_at + 1));
+                if (last == NULL)
+                    goto error;
+            }
+            if (e4 >= 0) {
+                if (x >= columns)
+                    x = columns - 1;
+                if (record(writes, spans, s4, e, x, y, last, x, x ? columns : columns + 1) < 0)
+                    goto error;
+            }
+            p = e;
+            continue;
+        }
+        /* A paint that starts with an SGR sequence (alternative 5). */
+        if (sgr_end(kind, data, n, p) >= 0) {
+            Py_ssize_t narrow_end, w2, at2;
+            e = paint_end(kind, data, n, p, 0, &width, &last_at);
+            narrow_end = paint_end(kind, data, n, p, 1, &w2, &at2);
+            if (narrow_end != e || x + width > columns)
+                break;
+            if (width > 0) {
+                if (record(writes, spans, p, e, x, y, last, x, x + width) < 0)
+                    goto error;
+                x += width;
+                Py_SETREF(last, PyUnicode_Substring(text, last_at, last_at + 1));
+                if (last == NULL)
+                    goto error;
+            }
+            p = e;
+            continue;
+        }
+        /* Any other CSI (alternatives 6-8) whose operation is memoized as free or an event. */
+        {
+            Py_ssize_t pe = p + 2, ie, fe;
+            PyObject *key, *op, *code, *arg;
+            long code_v, arg_v;
+            while (pe < n && pe - (p + 2) < 256 && is_param(PyUnicode_READ(kind, data, pe)))
+                pe++;
+            ie = pe;
+            while (ie < n && ie - pe < 16) {
+                Py_UCS4 k2 = PyUnicode_READ(kind, data, ie);
+                if (k2 < 0x20 || k2 > 0x2f)
+                    break;
+                ie++;
+            }
+            if (ie >= n)
+                break;
+            c = PyUnicode_READ(kind, data, ie);
+            if (c < 0x40 || c > 0x7e)
+                break;
+            fe = ie + 1;
+            key = PyUnicode_Substring(text, p, fe);
+            if (key == NULL)
+                goto error;
+            op = PyDict_GetItemWithError(ops, key);  /* borrowed */
+            Py_DECREF(key);
+            if (op == NULL) {
+                if (PyErr_Occurred())
+                    goto error;
+                break;  /* not seen yet: the Python loop works it out and memoizes it */
+            }
+            if (!PyTuple_Check(op) || PyTuple_GET_SIZE(op) != 4)
+                break;
+            code = PyTuple_GET_ITEM(op, 0);
+            arg = PyTuple_GET_ITEM(op, 1);
+            code_v = PyLong_AsLong(code);
+            arg_v = PyLong_AsLong(arg);
+            if (PyErr_Occurred())
+                goto error;
+            if (code_v == EVENT_OP && arg_v == 0) {
+                PyObject *event = Py_BuildValue(
+                    "(n(ONNN))", p, csi_tag, PyUnicode_Substring(text, p + 2, pe),
+                    PyUnicode_Substring(text, pe, ie), PyUnicode_Substring(text, ie, fe));
+                if (append_new(events, event) < 0)
+                    goto error;
+            }
+            else if (code_v != FREE_OP)
+                break;
+            p = fe;
+        }
+    }
+    result = Py_BuildValue("(nnnO)", p, x, y, last);
+error:
+    Py_DECREF(last);
+    return result;
+}
+
+/* --- repaint.plan ---------------------------------------------------------------------- */
+
+#define PINNED 2
+
+PyDoc_STRVAR(plan_live_doc,
+"plan_live(writes, spans, lines, columns, plain, stubby) -> bytearray\n\n"
+"``repaint.plan``'s marking: for each write of a segment, 1 (live) or 0 (dead). ``spans`` are\n"
+"``(write, row, first, stop)`` with ``0 <= row < lines`` and ``0 <= first``, ``stop <=\n"
+"columns + 1``; walking them from the last, a span is live when a cell of ``[first, stop)``\n"
+"is not yet covered on its row or its row is marked in ``stubby`` (bytes, one per row); a\n"
+"span past the edge (``stop > columns``) on a row marked in ``plain`` counts only up to\n"
+"``columns``. A write of kind PINNED (2) is always live. Raises ValueError on a span outside\n"
+"those bounds.");
+
+static PyObject *
+plan_live(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *writes, *spans, *live = NULL;
+    Py_ssize_t lines, columns, width, nw, ns, k;
+    Py_buffer plain = {0}, stubby = {0};
+    unsigned char *cover = NULL, *out;
+
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "plan_live takes 6 arguments");
+        return NULL;
+    }
+    writes = args[0];
+    spans = args[1];
+    if (!PyList_CheckExact(writes) || !PyList_CheckExact(spans)) {
+        PyErr_SetString(PyExc_TypeError, "plan_live: writes and spans must be lists");
+        return NULL;
+    }
+    lines = PyLong_AsSsize_t(args[2]);
+    columns = PyLong_AsSsize_t(args[3]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (lines < 1 || columns < 1 || lines > 100000 || columns > 100000) {
+        PyErr_SetString(PyExc_ValueError, "plan_live: bad screen size");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[4], &plain, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[5], &stubby, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (plain.len < lines || stubby.len < lines) {
+        PyErr_SetString(PyExc_ValueError, "plan_live: plain and stubby need a byte per row");
+        goto done;
+    }
+    nw = PyList_GET_SIZE(writes);
+    ns = PyList_GET_SIZE(spans);
+    live = PyByteArray_FromStringAndSize(NULL, nw);
+    if (live == NULL)
+        goto done;
+    out = (unsigned char *)PyByteArray_AS_STRING(live);
+    memset(out, 0, (size_t)nw);
+    width = columns + 1;  /* a row's cells and its default (the span past the edge) */
+    cover = PyMem_Calloc((size_t)lines, (size_t)width);
+    if (cover == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (k = ns - 1; k >= 0; k--) {
+        PyObject *span = PyList_GET_ITEM(spans, k);
+        Py_ssize_t index, y, first, stop, c;
+        unsigned char *row;
+        int uncovered = 0;
+        if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 4) {
+            PyErr_SetString(PyExc_TypeError, "plan_live: a span is a 4-tuple");
+            goto fail;
+        }
+        index = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0));
+        y = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1));
+        first = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 2));
+        stop = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 3));
+        if (PyErr_Occurred())
+            goto fail;
+        if (index < 0 || index >= nw || y < 0 || y >= lines || first < 0 || stop > width) {
+            PyErr_SetString(PyExc_ValueError, "plan_live: a span outside the screen");
+            goto fail;
+        }
+        if (stop > columns && ((const unsigned char *)plain.buf)[y])
+            stop = columns;
+        if (stop <= first)
+            continue;
+        row = cover + y * width;
+        for (c = first; c < stop; c++) {
+            if (!row[c]) {
+                uncovered = 1;
+                row[c] = 1;
+            }
+        }
+        if (uncovered || ((const unsigned char *)stubby.buf)[y])
+            out[index] = 1;
+    }
+    for (k = 0; k < nw; k++) {
+        PyObject *w = PyList_GET_ITEM(writes, k), *kind;
+        if (!PyTuple_Check(w) || PyTuple_GET_SIZE(w) < 3) {
+            PyErr_SetString(PyExc_TypeError, "plan_live: a write is a tuple");
+            goto fail;
+        }
+        kind = PyTuple_GET_ITEM(w, 2);
+        if (PyLong_Check(kind) && PyLong_AsLong(kind) == PINNED)
+            out[k] = 1;
+    }
+    goto done;
+fail:
+    Py_CLEAR(live);
+done:
+    PyMem_Free(cover);
+    if (plain.obj != NULL)
+        PyBuffer_Release(&plain);
+    if (stubby.obj != NULL)
+        PyBuffer_Release(&stubby);
+    return live;
+}
+
+static PyMethodDef methods[] = {
+    {"simple_end", (PyCFunction)(void (*)(void))simple_end, METH_FASTCALL, simple_end_doc},
+    {"strip", (PyCFunction)(void (*)(void))strip, METH_FASTCALL, strip_doc},
+    {"scan_rows", (PyCFunction)(void (*)(void))scan_rows, METH_FASTCALL, scan_rows_doc},
+    {"plan_live", (PyCFunction)(void (*)(void))plan_live, METH_FASTCALL, plan_live_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef_Slot slots[] = {
+#if PY_VERSION_HEX >= 0x030c0000
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "signaltty.term.screen._native",
+    "Native loops of the screen model's fast paths (see native.py).",
+    0,
+    methods,
+    slots,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    if (csi_tag == NULL) {
+        csi_tag = PyUnicode_InternFromString("csi");
+        if (csi_tag == NULL)
+            return NULL;
+    }
+    return PyModuleDef_Init(&module_def);
+}

@@ -1,0 +1,27 @@
+"""The native (C) forms of the screen model's hottest loops, when they were built.
+
+Layer rule: standard library only; reads one environment variable, at import.
+Design and figures: docs/decisions.md, "Session 14" (issue 12).
+
+``_native`` is compiled from ``_native.c`` by the wheel's build hook (``hatch_build.py``) when
+a C compiler and the Python headers are present. Without it, or with ``SIGNALTTY_PURE_PYTHON``
+set to a non-empty value, every name here is ``None`` and the callers use their pure-Python
+forms, which compute the same results (``tests/term/test_native.py`` compares them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+
+__all__ = ["plan_live", "scan_rows", "simple_end", "strip"]
+
+simple_end: Callable[[str, int, int], int] | None = None
+strip: Callable[[str, int, int], str] | None = None
+scan_rows: Callable[..., tuple[int, int, int, str]] | None = None
+plan_live: Callable[..., bytearray] | None = None
+
+if not os.environ.get("SIGNALTTY_PURE_PYTHON"):
+    with contextlib.suppress(ImportError):
+        from signaltty.term.screen._native import plan_live, scan_rows, simple_end, strip
