@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from signaltty.core.limits import MAX_OSC_PAYLOAD
 from signaltty.term.screen import PyteScreen
+from signaltty.term.screen import fastforward as fastforward_mod
 from signaltty.term.screen import history as history_mod
 from signaltty.term.screen import repaint as repaint_mod
 
@@ -48,12 +49,14 @@ def test_the_daemon_uses_the_native_forms_unless_told_not_to() -> None:
         assert repaint_mod._NATIVE_STRIP is None
         assert repaint_mod._NATIVE_ROWS is None
         assert repaint_mod._NATIVE_PLAN is None
+        assert fastforward_mod._NATIVE_HARMLESS is None
     else:
         assert history_mod._strip is getattr(_native, "strip", None)
         assert repaint_mod._NATIVE_STRIP is getattr(_native, "strip", None)
         assert history_mod._NATIVE_SIMPLE_END is getattr(_native, "simple_end", None)
         assert repaint_mod._NATIVE_ROWS is getattr(_native, "scan_rows", None)
         assert repaint_mod._NATIVE_PLAN is getattr(_native, "plan_live", None)
+        assert fastforward_mod._NATIVE_HARMLESS is getattr(_native, "harmless_end", None)
 
 
 PIECES = (
@@ -190,6 +193,7 @@ def test_the_screen_is_the_same_with_and_without_native(
         m.setattr(repaint_mod, "_NATIVE_STRIP", None)
         m.setattr(repaint_mod, "_NATIVE_ROWS", None)
         m.setattr(repaint_mod, "_NATIVE_PLAN", None)
+        m.setattr(fastforward_mod, "_NATIVE_HARMLESS", None)
         pure = _feed(data)
     assert native["faults"] == 0
     assert native == pure
@@ -310,3 +314,55 @@ def test_native_repaint_rejects_bad_records() -> None:
         _native.plan_live([], [], 4, 2, b"", b"")
     with pytest.raises(ValueError, match="2 x 2"):
         _native.scan_rows("x", 0, 1, 1, 0, 0, "", [], [], [], {}, 10)
+
+
+# --- fastforward._HARMLESS -----------------------------------------------------------------------
+
+HARMLESS_PIECES = (
+    "a", "text ", "é", "中", "😀", "\ud800", "\x00", "\x07", "\x0d", "\x0e", "\x0f", "\x10",
+    "\x18", "\x1a", "\x1c", "\x7f", "\x80", "\x9f", "\xa0", "\x1b", "\x1b[", "[", "m", "J",
+    "0", "2", "3", "00", ";", "?", "<", "!", "p", " ", "\x1b[m", "\x1b[1;31m", "\x1b[?25m",
+    "\x1b[5;5H", "\x1b[K", "\x1b[2K", "\x1b[J", "\x1b[0J", "\x1b[1J", "\x1b[2J", "\x1b[02J",
+    "\x1b[002;1J", "\x1b[3J", "\x1b[23J", "\x1b[32J", "\x1b[;J", "\x1b[2;J", "\x1b[g", "\x1b[3g",
+    "\x1b[h", "\x1b[4l", "\x1b[1;5r", "\x1b[s", "\x1b[u", "\x1b[t", "\x1b[q", "\x1b[1:2H",
+    "\x1b[?25l", "\x1b[?1049h", "\x1b[?2J", "\x1b[?1;2K", "\x1b[?1$p", "\x1b[?m", "\x1b[?:1K",
+    "\x1b[>c", "\x1b[<0;1;2M", "\x1b[=1c", "\x1b[>" + "1" * 255 + "c", "\x1b[>" + "1" * 256 + "c",
+    "\x1b[" + "1" * 256 + "H", "\x1b[" + "1" * 257 + "H", "\x1b[" + "1" * 256 + "m",
+    "\x1b[1 q", "\x1b[!p", "\x1b[1!p", "\x1b[!!p", "\x1b[" + " " * 16 + "q", "\x1b[" + " " * 17 + "q",
+    "\x1b[1 ", "\x1b7", "\x1b8", "\x1bH", "\x1bc", "\x1bD", "\x1bM", "\x1b=", "\x1b\\",
+    "\x1b/", "\x1b(B", "\x1b#8", "\x1b]0;t\x07", "\x1b^", "\x1bPq#0\x1b\\", "\x1bXsos\x1b\\",
+    "\x1b_apc\x18\x1b\\", "\x1b^pm\x1a", "\x1bP\x1bx", "\x1b`", "\x1bb", "\x1bd", "\x1b~",
+    "\x1b\x7f", "\x1b\x1b",
+)  # fmt: skip
+
+
+@needs_native
+@settings(
+    max_examples=5000,
+    deadline=None,
+    database=None,
+    phases=(Phase.generate, Phase.shrink),
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(st.lists(st.sampled_from(HARMLESS_PIECES), max_size=40).map("".join), st.integers(-2, 300))
+def test_harmless_end_is_the_regex(text: str, pos: int) -> None:
+    m = fastforward_mod._HARMLESS.match(text, pos)
+    assert m is not None
+    assert _native.harmless_end(text, pos) == m.end()
+
+
+@needs_native
+def test_harmless_end_every_escape_pair() -> None:
+    """ESC followed by each character up to U+00FF, then by each CSI final and marker."""
+    for a in range(0x100):
+        for tail in ("", "x", "\x1b\\", "a\x1ab\x1b\\", "a\x18\x1b\\", "a\x1bb\x1b\\"):
+            text = "ok\x1b" + chr(a) + tail
+            m = fastforward_mod._HARMLESS.match(text, 0)
+            assert m is not None
+            assert _native.harmless_end(text, 0) == m.end(), repr(text)
+    for marker in ("", "?", "<", "0", "2", "3", "1;", "!"):
+        for final in range(0x20, 0x80):
+            text = f"\x1b[{marker}{chr(final)}z"
+            m = fastforward_mod._HARMLESS.match(text, 0)
+            assert m is not None
+            assert _native.harmless_end(text, 0) == m.end(), repr(text)

@@ -234,6 +234,169 @@ strip(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* --- fastforward._HARMLESS ------------------------------------------------------------- */
+
+/* The end of a run of [set] bytes from j, at most `most` of them. */
+static inline Py_ssize_t
+run_of(int kind, const void *data, Py_ssize_t n, Py_ssize_t j, Py_ssize_t most,
+       int (*in_set)(Py_UCS4))
+{
+    Py_ssize_t start = j;
+    while (j < n && j - start < most && in_set(PyUnicode_READ(kind, data, j)))
+        j++;
+    return j;
+}
+
+static int
+is_digit_semi(Py_UCS4 c)
+{
+    return (c >= '0' && c <= '9') || c == ';';
+}
+
+static int
+is_param_fn(Py_UCS4 c)
+{
+    return is_param(c);
+}
+
+static int
+is_inter(Py_UCS4 c)
+{
+    return c >= 0x20 && c <= 0x2f;
+}
+
+static inline int
+is_final(Py_UCS4 c)
+{
+    return c >= 0x40 && c <= 0x7e;
+}
+
+/* The end of the CSI at i (text[i] == ESC, text[i + 1] == '[') that _HARMLESS skips, or -1. */
+static Py_ssize_t
+harmless_csi(int kind, const void *data, Py_ssize_t n, Py_ssize_t i)
+{
+    Py_ssize_t a = i + 2, j, k;
+    Py_UCS4 c;
+    /* SGR */
+    j = run_of(kind, data, n, a, 256, is_param_fn);
+    if (j < n && PyUnicode_READ(kind, data, j) == 'm')
+        return j + 1;
+    /* digits and ';' with a final that changes only the grid, or ED 0/1 */
+    j = run_of(kind, data, n, a, 256, is_digit_semi);
+    if (j < n) {
+        c = PyUnicode_READ(kind, data, j);
+        if (is_final(c) && c != 'J' && c != 'g' && c != 'h' && c != 'l' && c != 'r' && c != 's'
+            && c != 'u')
+            return j + 1;
+        if (c == 'J') {
+            /* (?!0*+[23](?:;|J)) at the parameters' start */
+            k = a;
+            while (k < n && PyUnicode_READ(kind, data, k) == '0')
+                k++;
+            if (!(k + 1 < n
+                  && (PyUnicode_READ(kind, data, k) == '2' || PyUnicode_READ(kind, data, k) == '3')
+                  && (PyUnicode_READ(kind, data, k + 1) == ';'
+                      || PyUnicode_READ(kind, data, k + 1) == 'J')))
+                return j + 1;
+        }
+    }
+    /* DEC private but DECSET, DECRST, DECSED */
+    if (a < n && PyUnicode_READ(kind, data, a) == '?') {
+        j = run_of(kind, data, n, a + 1, 256, is_digit_semi);
+        if (j < n) {
+            c = PyUnicode_READ(kind, data, j);
+            if (is_final(c) && c != 'J' && c != 'h' && c != 'l')
+                return j + 1;
+        }
+    }
+    /* other private markers */
+    if (a < n) {
+        c = PyUnicode_READ(kind, data, a);
+        if (c == '<' || c == '=' || c == '>') {
+            j = run_of(kind, data, n, a + 1, 255, is_param_fn);
+            if (j < n && is_final(PyUnicode_READ(kind, data, j)))
+                return j + 1;
+        }
+    }
+    /* intermediates, but DECSTR */
+    j = run_of(kind, data, n, a, 256, is_param_fn);
+    if (j + 1 < n && PyUnicode_READ(kind, data, j) == '!' && PyUnicode_READ(kind, data, j + 1) == 'p')
+        return -1;
+    k = run_of(kind, data, n, j, 16, is_inter);
+    if (k > j && k < n && is_final(PyUnicode_READ(kind, data, k)))
+        return k + 1;
+    return -1;
+}
+
+PyDoc_STRVAR(harmless_end_doc,
+"harmless_end(text, pos) -> int\n\n"
+"The end of ``fastforward._HARMLESS.match(text, pos)``: the run of text, controls but SO, SI\n"
+"and ESC, SGR, grid-only CSI sequences, ED 0/1, ignored private and intermediate sequences,\n"
+"ESC finals but 7 8 H c and strings that a full-screen program's skipped output may hold.\n"
+"``pos`` is clamped to ``0..len(text)``.");
+
+static PyObject *
+harmless_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *text;
+    Py_ssize_t n, i, end;
+    int kind;
+    const void *data;
+
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "harmless_end(text, pos) takes 2 arguments");
+        return NULL;
+    }
+    text = args[0];
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "harmless_end: text must be str");
+        return NULL;
+    }
+    i = PyLong_AsSsize_t(args[1]);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    n = PyUnicode_GET_LENGTH(text);
+    kind = PyUnicode_KIND(text);
+    data = PyUnicode_DATA(text);
+    i = clamp(i, n);
+    while (i < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i), d;
+        if (is_plain(c) || (c <= 0x9f && c != 0x0e && c != 0x0f && c != ESC)) {
+            i++;  /* text, or one control pyte handles on the grid or ignores */
+            continue;
+        }
+        if (c != ESC || i + 1 >= n)
+            break;
+        d = PyUnicode_READ(kind, data, i + 1);
+        if (d == '[') {
+            end = harmless_csi(kind, data, n, i);
+            if (end < 0)
+                break;
+            i = end;
+        }
+        else if (d == 'P' || d == 'X' || d == '^' || d == '_') {
+            Py_ssize_t k = i + 2;
+            Py_UCS4 e = 0;
+            while (k < n) {
+                e = PyUnicode_READ(kind, data, k);
+                if (e == 0x18 || e == 0x1a || e == ESC)
+                    break;
+                k++;
+            }
+            if (k + 1 < n && e == ESC && PyUnicode_READ(kind, data, k + 1) == '\\')
+                i = k + 2;
+            else
+                break;
+        }
+        else if (d >= 0x30 && d <= 0x7e && d != '7' && d != '8' && d != 'H' && d != 'P'
+                 && d != 'X' && d != '[' && d != ']' && d != '^' && d != '_' && d != 'c')
+            i += 2;
+        else
+            break;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 /* --- repaint.scan's common elements ------------------------------------------------------ */
 
 /* repaint.NARROW_RANGES: characters one cell wide without a width lookup. */
@@ -702,6 +865,7 @@ done:
 static PyMethodDef methods[] = {
     {"simple_end", (PyCFunction)(void (*)(void))simple_end, METH_FASTCALL, simple_end_doc},
     {"strip", (PyCFunction)(void (*)(void))strip, METH_FASTCALL, strip_doc},
+    {"harmless_end", (PyCFunction)(void (*)(void))harmless_end, METH_FASTCALL, harmless_end_doc},
     {"scan_rows", (PyCFunction)(void (*)(void))scan_rows, METH_FASTCALL, scan_rows_doc},
     {"plan_live", (PyCFunction)(void (*)(void))plan_live, METH_FASTCALL, plan_live_doc},
     {NULL, NULL, 0, NULL},

@@ -34,6 +34,7 @@ from typing import Final, NamedTuple
 from pyte import charsets as cs
 
 from signaltty.core.limits import MAX_OSC_PAYLOAD
+from signaltty.term.screen import native
 from signaltty.term.screen.cells import _WIDTH
 from signaltty.term.screen.history import fold_sgr
 from signaltty.term.screen.parser import _CSI_RE, _ESC_RE, _OSC_RE, _STRING_RE, TolerantStream
@@ -57,6 +58,8 @@ _HARMLESS: Final = re.compile(
     r"|\x1b[PX^_][^\x18\x1a\x1b]*+\x1b\\"  # DCS, SOS, PM, APC: ignored
     r")*+"
 )
+# The same run read by the native loop (native.py), when built.
+_NATIVE_HARMLESS: Final = native.harmless_end
 # A sequence that has not ended yet at the end of the text (more output will complete it).
 UNFINISHED: Final = re.compile(
     rf"\x1b(?:\[[0-?]{{0,256}}[ -/]{{0,16}}|\][^\x00-\x1f\x7f]{{0,{MAX_OSC_PAYLOAD}}}\x1b?"
@@ -123,10 +126,14 @@ def scan(text: str, pos: int) -> Scan:
     cut_events = 0
     n = len(text)
     harmless = _HARMLESS.match
+    native_harmless = _NATIVE_HARMLESS
     while True:
-        m = harmless(text, pos)
-        assert m is not None  # ``(?:…)*+`` matches, if only the empty string, everywhere
-        p = m.end()
+        if native_harmless is not None:
+            p = native_harmless(text, pos)
+        else:
+            m = harmless(text, pos)
+            assert m is not None  # ``(?:…)*+`` matches, if only the empty string, everywhere
+            p = m.end()
         if p >= n:
             return Scan(events[:cut_events], cut, None, n)
         char = text[p]

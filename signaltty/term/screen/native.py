@@ -15,8 +15,9 @@ import contextlib
 import os
 from collections.abc import Callable
 
-__all__ = ["plan_live", "scan_rows", "simple_end", "strip"]
+__all__ = ["harmless_end", "plan_live", "scan_rows", "simple_end", "strip"]
 
+harmless_end: Callable[[str, int], int] | None = None
 simple_end: Callable[[str, int, int], int] | None = None
 strip: Callable[[str, int, int], str] | None = None
 scan_rows: Callable[..., tuple[int, int, int, str]] | None = None
@@ -24,4 +25,10 @@ plan_live: Callable[..., bytearray] | None = None
 
 if not os.environ.get("SIGNALTTY_PURE_PYTHON"):
     with contextlib.suppress(ImportError):
-        from signaltty.term.screen._native import plan_live, scan_rows, simple_end, strip
+        from signaltty.term.screen._native import (
+            harmless_end,
+            plan_live,
+            scan_rows,
+            simple_end,
+            strip,
+        )
