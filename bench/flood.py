@@ -379,10 +379,11 @@ def start_profiler(pid: int, out: str, native: bool = False) -> subprocess.Popen
         h.log("--profile: py-spy not found (pip install py-spy); not profiling")
         return None
     fmt = "flamegraph" if out.endswith(".svg") else "raw"
+    # py-spy reads C stacks only from a paused process: --native cannot be --nonblocking
     return subprocess.Popen(
-        [spy, "record", "--pid", str(pid), "--rate", "200", "--nonblocking", "--format", fmt]
+        [spy, "record", "--pid", str(pid), "--rate", "200", "--format", fmt]
         + ["--output", out]
-        + (["--native"] if native else []),
+        + (["--native"] if native else ["--nonblocking"]),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -451,6 +452,11 @@ def signaltty_run(
     result["screen_s"] = t_screen
     result["status"] = probe.summary()
     result["daemon_alive"] = d.alive()
+    # A fault the screen model caught makes the rest of that pane's output take the slow
+    # path: a run that is slow for that reason says so (the daemon logs "screen.fault").
+    result["screen_faults"] = [
+        line for line in d.output_tail(100_000).splitlines() if "screen.fault" in line
+    ]
     return result
 
 
@@ -603,6 +609,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{h.fmt(s['p50_ms'], 1)}/{h.fmt(s['p99_ms'], 1)}/{h.fmt(s['max_ms'], 1)} ms "
                     f"over {s['calls']} calls"
                 )
+                for line in st["screen_faults"][-3:]:
+                    h.log(f"{kind}#{rep + 1}: {line[:300]}")
                 if not st["screen_ok"] or st.get("error") or s["errors"] or not st["daemon_alive"]:
                     failed = True
                 reps.append(one)

@@ -61,6 +61,7 @@ from signaltty.system import (
 )
 from signaltty.system.logging import configure_logging
 from signaltty.term import pty as ptymod
+from signaltty.term.screen import native
 
 log = structlog.get_logger("signaltty.daemon")
 
@@ -307,6 +308,7 @@ class Daemon:
             self._load_catalog_at_start()
             for warning in hardening.harden_daemon():
                 log.warning("hardening.warning", warning=warning)
+            _note_screen_engine()
             return
         if self.socket_path.exists() or self.socket_path.is_symlink():
             self._claim_socket_path()
@@ -337,6 +339,7 @@ class Daemon:
         # checks too, for the same reason
         for warning in hardening.harden_daemon():
             log.warning("hardening.warning", warning=warning)
+        _note_screen_engine()
 
     def _claim_socket_path(self) -> None:
         """Singleton check on an existing socket file (desktop-and-service.md §2.1 step 3).
@@ -1244,3 +1247,16 @@ def run_daemon(**kwargs: Any) -> int:
     except StartupError as exc:
         print(f"signaltty: {exc}", file=sys.stderr)
         return 1
+
+
+def _note_screen_engine() -> None:
+    """Warn when the screen model's native loops are missing (the install found no C
+    compiler, or ``SIGNALTTY_PURE_PYTHON`` is set): the same results, at the slower speed."""
+    if native.scan_rows is None:
+        log.warning(
+            "screen.native_missing",
+            hint="the screen model runs its pure-Python loops (2-4x the CPU on coloured or "
+            "repainting output); reinstall with a C compiler and the Python headers "
+            "(gcc, python3-dev) to build them",
+            pure_python_set=bool(os.environ.get("SIGNALTTY_PURE_PYTHON")),
+        )

@@ -118,6 +118,7 @@ class PaneRuntime(TerminalReplies):
         self._settled.set()
         self._reply_job: ReplyJob | None = None
         self._read_limit = PTY_READ_BYTES
+        self._screen_faults = 0
         self._reply_task: asyncio.Task[None] | None = None
         self._input_lock = asyncio.Lock()
         self._writable: asyncio.Future[None] | None = None
@@ -417,11 +418,26 @@ class PaneRuntime(TerminalReplies):
         except Exception:  # noqa: BLE001
             log.exception("screen.drain_failed", pane_id=self.pane.id)
         finally:
+            self._note_screen_faults()
             if self._paused:
                 self._paused = False
                 self._start_reading()
             self._settled.set()
             self.store.bus.poke_output(self.pane.id)
+
+    def _note_screen_faults(self) -> None:
+        """Log each new fault the screen model caught (a bug in a fast path: the output was
+        drawn the slow way instead, nothing lost), once per drain, with the last one's text."""
+        faults = self.screen.faults
+        if faults != self._screen_faults:
+            log.warning(
+                "screen.fault",
+                pane_id=self.pane.id,
+                new=faults - self._screen_faults,
+                classes=self.screen.fault_classes,
+                last=self.screen.last_fault,
+            )
+            self._screen_faults = faults
 
     async def settle(self) -> None:
         """Apply the bytes that were pending when called, yielding between pieces.

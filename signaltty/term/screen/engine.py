@@ -203,6 +203,11 @@ class PyteScreen(VirtualScreen):
         """Exception class name → count of caught faults."""
         return dict(self._stream.fault_classes)
 
+    @property
+    def last_fault(self) -> str:
+        """``"Class: message"`` of the last caught fault (at most 200 characters), or ``""``."""
+        return self._stream.last_fault
+
     # --- geometry -----------------------------------------------------------------------------
 
     def resize(self, cols: int, rows: int) -> None:

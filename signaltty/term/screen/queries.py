@@ -171,6 +171,16 @@ class VirtualScreen(abc.ABC):
     def faults(self) -> int:
         """Unexpected exceptions caught while applying output (0 unless there is a bug)."""
 
+    @property
+    def fault_classes(self) -> dict[str, int]:
+        """Exception class name → count of caught faults."""
+        return {}
+
+    @property
+    def last_fault(self) -> str:
+        """``"Class: message"`` of the last caught fault, or ``""``."""
+        return ""
+
 
 def tail_text(screen: HardenedScreen, lines: int) -> TailText:
     """Last ``lines`` lines of ``screen``'s history followed by its main grid (also while the
