@@ -314,6 +314,37 @@ def test_native_repaint_rejects_bad_records() -> None:
         _native.plan_live([], [], 4, 2, b"", b"")
     with pytest.raises(ValueError, match="2 x 2"):
         _native.scan_rows("x", 0, 1, 1, 0, 0, "", [], [], [], {}, 10)
+    # found by the attack pass: sizes and a cursor that overflowed the arithmetic
+    with pytest.raises(ValueError, match="cursor"):
+        _native.scan_rows("ab", 0, 80, 24, 2**63 - 1, 0, "", [], [], [], {}, 10)
+    with pytest.raises(ValueError, match="2 x 2"):
+        _native.scan_rows("\x1b[1;1H\x1b[K", 0, 2**63 - 1, 24, 0, 0, "", [], [], [], {}, 10)
+    with pytest.raises(ValueError, match="bad screen size"):
+        _native.plan_live([], [], 100_000, 100_000, b"", b"")
+    # a write's kind too large for a C long: a clean answer, no exception left set
+    assert _native.plan_live([(0, 1, 2**100, 0, 0, "")], [(0, 0, 0, 1)], 1, 1, b"\0", b"\0") == (
+        bytearray(b"\x01")
+    )
+    # a kind that equals PINNED the way Python compares (repaint.plan: ``write[2] == PINNED``)
+    assert _native.plan_live([(0, 1, 2.0, 0, 0, "")], [], 1, 1, b"\0", b"\0") == bytearray(b"\x01")
+    with pytest.raises(TypeError, match="ints"):
+        _native.plan_live([(0, 1, 1, 0, 0, "")], [(0, 0, 0, 1.0)], 1, 1, b"\0", b"\0")
+
+
+@needs_native
+def test_a_memoized_operation_that_runs_code_is_not_trusted() -> None:
+    """An ``ops`` value whose items are not exact ints (their ``__index__`` could free the
+    tuple being read; attack pass): the native loop leaves the element to Python."""
+    ops: dict[str, Any] = {}
+
+    class Evil:
+        def __index__(self) -> int:
+            ops.clear()
+            return 0
+
+    ops["\x1b[6n"] = (Evil(), 0, 0, "")
+    assert _native.scan_rows("\x1b[6n", 0, 80, 24, 0, 0, "", [], [], [], ops, 100) == (0, 0, 0, "")
+    assert "\x1b[6n" in ops  # never called
 
 
 # --- fastforward._HARMLESS -----------------------------------------------------------------------

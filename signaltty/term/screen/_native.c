@@ -408,12 +408,14 @@ is_narrow(Py_UCS4 c)
         || (c >= 0x2800 && c <= 0x28ff);
 }
 
+/* The largest screen side these loops accept (the daemon's own limits are 500 x 200). */
+#define SIDE_MAX 10000
+
 /* Codes shared with repaint.py (checked by tests/term/test_native.py). */
 #define WRITE 1
 #define FREE_OP 0
 #define EVENT_OP 12
 
-static PyObject *csi_tag;  /* "csi" */
 
 /* A paint at i: runs of characters accepted by `ok` and SGR sequences, as many as there are.
  * Returns its end (== i if empty); *width gets the characters drawn, *last_at the index of
@@ -574,16 +576,25 @@ scan_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "scan_rows: bad argument types");
         return NULL;
     }
-    p = PyLong_AsSsize_t(args[1]);
-    columns = PyLong_AsSsize_t(args[2]);
-    lines = PyLong_AsSsize_t(args[3]);
-    x = PyLong_AsSsize_t(args[4]);
-    y = PyLong_AsSsize_t(args[5]);
-    spans_max = PyLong_AsSsize_t(args[11]);
-    if (PyErr_Occurred())
+    if ((p = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred())
         return NULL;
-    if (columns < 2 || lines < 2) {
-        PyErr_SetString(PyExc_ValueError, "scan_rows: the screen must be at least 2 x 2");
+    if ((columns = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((lines = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((x = PyLong_AsSsize_t(args[4])) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((y = PyLong_AsSsize_t(args[5])) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((spans_max = PyLong_AsSsize_t(args[11])) == -1 && PyErr_Occurred())
+        return NULL;
+    if (columns < 2 || lines < 2 || columns > SIDE_MAX || lines > SIDE_MAX) {
+        PyErr_SetString(PyExc_ValueError, "scan_rows: the screen must be 2 x 2 to 10000 x 10000");
+        return NULL;
+    }
+    /* x == columns is a pending wrap */
+    if (x < 0 || x > columns || y < 0 || y >= lines) {
+        PyErr_SetString(PyExc_ValueError, "scan_rows: the cursor is outside the screen");
         return NULL;
     }
     n = PyUnicode_GET_LENGTH(text);
@@ -720,17 +731,25 @@ scan_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                     goto error;
                 break;  /* not seen yet: the Python loop works it out and memoizes it */
             }
-            if (!PyTuple_Check(op) || PyTuple_GET_SIZE(op) != 4)
+            if (!PyTuple_CheckExact(op) || PyTuple_GET_SIZE(op) != 4)
                 break;
+            Py_INCREF(op);
             code = PyTuple_GET_ITEM(op, 0);
             arg = PyTuple_GET_ITEM(op, 1);
+            if (!PyLong_CheckExact(code) || !PyLong_CheckExact(arg)) {
+                Py_DECREF(op);
+                break;
+            }
             code_v = PyLong_AsLong(code);
             arg_v = PyLong_AsLong(arg);
-            if (PyErr_Occurred())
-                goto error;
+            Py_DECREF(op);
+            if (PyErr_Occurred()) {
+                PyErr_Clear();
+                break;  /* not one of ours: the Python loop decides */
+            }
             if (code_v == EVENT_OP && arg_v == 0) {
                 PyObject *event = Py_BuildValue(
-                    "(n(ONNN))", p, csi_tag, PyUnicode_Substring(text, p + 2, pe),
+                    "(n(sNNN))", p, "csi", PyUnicode_Substring(text, p + 2, pe),
                     PyUnicode_Substring(text, pe, ie), PyUnicode_Substring(text, ie, fe));
                 if (append_new(events, event) < 0)
                     goto error;
@@ -763,7 +782,7 @@ PyDoc_STRVAR(plan_live_doc,
 static PyObject *
 plan_live(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *writes, *spans, *live = NULL;
+    PyObject *writes, *spans, *live = NULL, *pinned = NULL;
     Py_ssize_t lines, columns, width, nw, ns, k;
     Py_buffer plain = {0}, stubby = {0};
     unsigned char *cover = NULL, *out;
@@ -778,11 +797,11 @@ plan_live(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "plan_live: writes and spans must be lists");
         return NULL;
     }
-    lines = PyLong_AsSsize_t(args[2]);
-    columns = PyLong_AsSsize_t(args[3]);
-    if (PyErr_Occurred())
+    if ((lines = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred())
         return NULL;
-    if (lines < 1 || columns < 1 || lines > 100000 || columns > 100000) {
+    if ((columns = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred())
+        return NULL;
+    if (lines < 1 || columns < 1 || lines > SIDE_MAX || columns > SIDE_MAX) {
         PyErr_SetString(PyExc_ValueError, "plan_live: bad screen size");
         return NULL;
     }
@@ -812,15 +831,22 @@ plan_live(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_ssize_t index, y, first, stop, c;
         unsigned char *row;
         int uncovered = 0;
-        if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 4) {
-            PyErr_SetString(PyExc_TypeError, "plan_live: a span is a 4-tuple");
+        if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 4
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(span, 0))
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(span, 1))
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(span, 2))
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(span, 3))) {
+            /* exact ints: reading them runs no Python code that could change the list */
+            PyErr_SetString(PyExc_TypeError, "plan_live: a span is a 4-tuple of ints");
             goto fail;
         }
-        index = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0));
-        y = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1));
-        first = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 2));
-        stop = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 3));
-        if (PyErr_Occurred())
+        if ((index = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0))) == -1 && PyErr_Occurred())
+            goto fail;
+        if ((y = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1))) == -1 && PyErr_Occurred())
+            goto fail;
+        if ((first = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 2))) == -1 && PyErr_Occurred())
+            goto fail;
+        if ((stop = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 3))) == -1 && PyErr_Occurred())
             goto fail;
         if (index < 0 || index >= nw || y < 0 || y >= lines || first < 0 || stop > width) {
             PyErr_SetString(PyExc_ValueError, "plan_live: a span outside the screen");
@@ -840,20 +866,30 @@ plan_live(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (uncovered || ((const unsigned char *)stubby.buf)[y])
             out[index] = 1;
     }
-    for (k = 0; k < nw; k++) {
+    pinned = PyLong_FromLong(PINNED);
+    if (pinned == NULL)
+        goto fail;
+    for (k = 0; k < nw && k < PyList_GET_SIZE(writes); k++) {
         PyObject *w = PyList_GET_ITEM(writes, k), *kind;
+        int is_pinned;
         if (!PyTuple_Check(w) || PyTuple_GET_SIZE(w) < 3) {
             PyErr_SetString(PyExc_TypeError, "plan_live: a write is a tuple");
             goto fail;
         }
         kind = PyTuple_GET_ITEM(w, 2);
-        if (PyLong_Check(kind) && PyLong_AsLong(kind) == PINNED)
+        Py_INCREF(w);  /* the comparison may run Python code */
+        is_pinned = PyObject_RichCompareBool(kind, pinned, Py_EQ);  /* write[2] == PINNED */
+        Py_DECREF(w);
+        if (is_pinned < 0)
+            goto fail;
+        if (is_pinned)
             out[k] = 1;
     }
     goto done;
 fail:
     Py_CLEAR(live);
 done:
+    Py_XDECREF(pinned);
     PyMem_Free(cover);
     if (plain.obj != NULL)
         PyBuffer_Release(&plain);
@@ -872,9 +908,6 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef_Slot slots[] = {
-#if PY_VERSION_HEX >= 0x030c0000
-    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
-#endif
     {0, NULL},
 };
 
@@ -893,10 +926,5 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__native(void)
 {
-    if (csi_tag == NULL) {
-        csi_tag = PyUnicode_InternFromString("csi");
-        if (csi_tag == NULL)
-            return NULL;
-    }
     return PyModuleDef_Init(&module_def);
 }
