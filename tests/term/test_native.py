@@ -84,18 +84,23 @@ assert all(RUNS[k].pattern != history_mod._SIMPLE_RUN.pattern for k in OSC_MAXES
 STRIP_ANY = re.compile(r"\x1b\].*?(?:\x07|\x1b\\)|\x1b(?!\])[^m]*m", re.S)
 
 
+def examples(n: int) -> Any:
+    """Hypothesis settings of these tests: ``n`` examples, no deadline, nothing stored."""
+    return settings(
+        max_examples=n,
+        deadline=None,
+        database=None,  # nothing written into the shared checkout
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
+
+
 def texts() -> st.SearchStrategy[str]:
     return st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
 
 @needs_native
-@settings(
-    max_examples=4000,
-    deadline=None,
-    database=None,
-    phases=(Phase.generate, Phase.shrink),
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@examples(4000)
 @given(texts(), st.integers(-3, 400), st.sampled_from(OSC_MAXES))
 def test_simple_end_is_the_regex(text: str, pos: int, osc_max: int) -> None:
     m = RUNS[osc_max].match(text, pos)
@@ -106,13 +111,7 @@ def test_simple_end_is_the_regex(text: str, pos: int, osc_max: int) -> None:
 
 
 @needs_native
-@settings(
-    max_examples=4000,
-    deadline=None,
-    database=None,
-    phases=(Phase.generate, Phase.shrink),
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@examples(4000)
 @given(texts(), st.integers(-3, 60), st.integers(-3, 400))
 def test_strip_is_the_regex(text: str, start: int, stop: int) -> None:
     lo = min(max(start, 0), len(text))
@@ -256,13 +255,7 @@ def _segments(
 
 
 @needs_native
-@settings(
-    max_examples=3000,
-    deadline=None,
-    database=None,
-    phases=(Phase.generate, Phase.shrink),
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@examples(3000)
 @given(
     text=st.lists(st.sampled_from(ROW_PIECES), max_size=60).map("".join),
     cols=st.integers(2, 14),
@@ -368,13 +361,7 @@ HARMLESS_PIECES = (
 
 
 @needs_native
-@settings(
-    max_examples=5000,
-    deadline=None,
-    database=None,
-    phases=(Phase.generate, Phase.shrink),
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@examples(5000)
 @given(st.lists(st.sampled_from(HARMLESS_PIECES), max_size=40).map("".join), st.integers(-2, 300))
 def test_harmless_end_is_the_regex(text: str, pos: int) -> None:
     m = fastforward_mod._HARMLESS.match(text, pos)

@@ -78,6 +78,28 @@ clamp(Py_ssize_t value, Py_ssize_t n)
     return value < 0 ? 0 : (value > n ? n : value);
 }
 
+/* The leading ``text, pos`` of a call with `want` arguments: 0, or -1 with an exception set.
+ * ``pos`` comes back clamped to 0..len(text). */
+static int
+text_and_pos(const char *name, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
+             PyObject **text, Py_ssize_t *pos)
+{
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", name, want);
+        return -1;
+    }
+    if (!PyUnicode_Check(args[0])) {
+        PyErr_Format(PyExc_TypeError, "%s: text must be str", name);
+        return -1;
+    }
+    *text = args[0];
+    *pos = PyLong_AsSsize_t(args[1]);
+    if (*pos == -1 && PyErr_Occurred())
+        return -1;
+    *pos = clamp(*pos, PyUnicode_GET_LENGTH(args[0]));
+    return 0;
+}
+
 PyDoc_STRVAR(simple_end_doc,
 "simple_end(text, pos, osc_max) -> int\n\n"
 "Index of the first element at or after ``pos`` that is not simple: the end of\n"
@@ -93,17 +115,7 @@ simple_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int kind;
     const void *data;
 
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "simple_end(text, pos, osc_max) takes 3 arguments");
-        return NULL;
-    }
-    text = args[0];
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "simple_end: text must be str");
-        return NULL;
-    }
-    i = PyLong_AsSsize_t(args[1]);
-    if (i == -1 && PyErr_Occurred())
+    if (text_and_pos("simple_end", args, nargs, 3, &text, &i) < 0)
         return NULL;
     osc_max = PyLong_AsSsize_t(args[2]);
     if (osc_max == -1 && PyErr_Occurred())
@@ -115,7 +127,6 @@ simple_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     n = PyUnicode_GET_LENGTH(text);
     kind = PyUnicode_KIND(text);
     data = PyUnicode_DATA(text);
-    i = clamp(i, n);
     while (i < n) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (is_plain(c)) {
@@ -343,22 +354,11 @@ harmless_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int kind;
     const void *data;
 
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "harmless_end(text, pos) takes 2 arguments");
-        return NULL;
-    }
-    text = args[0];
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "harmless_end: text must be str");
-        return NULL;
-    }
-    i = PyLong_AsSsize_t(args[1]);
-    if (i == -1 && PyErr_Occurred())
+    if (text_and_pos("harmless_end", args, nargs, 2, &text, &i) < 0)
         return NULL;
     n = PyUnicode_GET_LENGTH(text);
     kind = PyUnicode_KIND(text);
     data = PyUnicode_DATA(text);
-    i = clamp(i, n);
     while (i < n) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i), d;
         if (is_plain(c) || (c <= 0x9f && c != 0x0e && c != 0x0f && c != ESC)) {
@@ -542,6 +542,30 @@ digits(int kind, const void *data, Py_ssize_t n, Py_ssize_t i, Py_ssize_t most)
     return j;
 }
 
+/* Alternative 5 at *p: a paint (text and SGR sequences) of narrow characters that fits on
+ * the row. 1: recorded, *p, *x and *last moved on; 0: left to the Python loop (a character
+ * to look up, or a wrap); -1: an exception is set. */
+static int
+take_paint(PyObject *text, int kind, const void *data, Py_ssize_t n, Py_ssize_t *p,
+           Py_ssize_t columns, Py_ssize_t *x, Py_ssize_t y, PyObject **last, PyObject *writes,
+           PyObject *spans)
+{
+    Py_ssize_t width, last_at, narrow_width, narrow_last, e;
+    e = paint_end(kind, data, n, *p, 0, &width, &last_at);
+    if (paint_end(kind, data, n, *p, 1, &narrow_width, &narrow_last) != e || *x + width > columns)
+        return 0;
+    if (width > 0) {
+        if (record(writes, spans, *p, e, *x, y, *last, *x, *x + width) < 0)
+            return -1;
+        *x += width;
+        Py_SETREF(*last, PyUnicode_Substring(text, last_at, last_at + 1));
+        if (*last == NULL)
+            return -1;
+    }
+    *p = e;
+    return 1;
+}
+
 PyDoc_STRVAR(scan_rows_doc,
 "scan_rows(text, pos, columns, lines, x, y, last, writes, spans, events, ops, spans_max)\n"
 "    -> (pos, x, y, last)\n\n"
@@ -576,18 +600,15 @@ scan_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "scan_rows: bad argument types");
         return NULL;
     }
-    if ((p = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred())
-        return NULL;
-    if ((columns = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred())
-        return NULL;
-    if ((lines = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred())
-        return NULL;
-    if ((x = PyLong_AsSsize_t(args[4])) == -1 && PyErr_Occurred())
-        return NULL;
-    if ((y = PyLong_AsSsize_t(args[5])) == -1 && PyErr_Occurred())
-        return NULL;
-    if ((spans_max = PyLong_AsSsize_t(args[11])) == -1 && PyErr_Occurred())
-        return NULL;
+    {
+        Py_ssize_t *const into[] = {&p, &columns, &lines, &x, &y, &spans_max};
+        const int from[] = {1, 2, 3, 4, 5, 11};
+        for (int k = 0; k < 6; k++) {
+            *into[k] = PyLong_AsSsize_t(args[from[k]]);
+            if (*into[k] == -1 && PyErr_Occurred())
+                return NULL;
+        }
+    }
     if (columns < 2 || lines < 2 || columns > SIDE_MAX || lines > SIDE_MAX) {
         PyErr_SetString(PyExc_ValueError, "scan_rows: the screen must be 2 x 2 to 10000 x 10000");
         return NULL;
@@ -606,31 +627,12 @@ scan_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     while (p < n && PyList_GET_SIZE(spans) <= spans_max) {
         Py_UCS4 c = PyUnicode_READ(kind, data, p);
         Py_ssize_t i, a1, b1, a2 = -1, b2 = -1, s3, e3, width, last_at, e;
-        if (c != ESC) {
-            /* A paint that starts with text: only narrow characters, and it must fit. */
-            if (!is_plain(c))
-                break;
-            e = paint_end(kind, data, n, p, 0, &width, &last_at);
-            {
-                Py_ssize_t narrow_end, w2, at2;
-                narrow_end = paint_end(kind, data, n, p, 1, &w2, &at2);
-                if (narrow_end != e || x + width > columns)
-                    break;  /* a character to look up, or a wrap: the Python loop */
-            }
-            if (record(writes, spans, p, e, x, y, last, x, x + width) < 0)
-                goto error;
-            x += width;
-            Py_SETREF(last, PyUnicode_Substring(text, last_at, last_at + 1));
-            if (last == NULL)
-                goto error;
-            p = e;
-            continue;
-        }
-        if (p + 1 >= n || PyUnicode_READ(kind, data, p + 1) != '[')
-            break;
+        int taken;
+        if (c == ESC ? p + 1 >= n || PyUnicode_READ(kind, data, p + 1) != '[' : !is_plain(c))
+            break;  /* a control, or an ESC that starts no CSI */
         /* Alternative 1: CSI row [; column] H|f, then a narrow paint, then EL 0. */
         a1 = p + 2;
-        b1 = digits(kind, data, n, a1, 4);
+        b1 = c == ESC ? digits(kind, data, n, a1, 4) : n;
         i = b1;
         if (i < n && PyUnicode_READ(kind, data, i) == ';') {
             a2 = i + 1;
@@ -683,22 +685,13 @@ scan_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             p = e;
             continue;
         }
-        /* A paint that starts with an SGR sequence (alternative 5). */
-        if (sgr_end(kind, data, n, p) >= 0) {
-            Py_ssize_t narrow_end, w2, at2;
-            e = paint_end(kind, data, n, p, 0, &width, &last_at);
-            narrow_end = paint_end(kind, data, n, p, 1, &w2, &at2);
-            if (narrow_end != e || x + width > columns)
+        /* Alternative 5: a paint, starting with text or with an SGR sequence. */
+        if (c != ESC || sgr_end(kind, data, n, p) >= 0) {
+            taken = take_paint(text, kind, data, n, &p, columns, &x, y, &last, writes, spans);
+            if (taken < 0)
+                goto error;
+            if (!taken)
                 break;
-            if (width > 0) {
-                if (record(writes, spans, p, e, x, y, last, x, x + width) < 0)
-                    goto error;
-                x += width;
-                Py_SETREF(last, PyUnicode_Substring(text, last_at, last_at + 1));
-                if (last == NULL)
-                    goto error;
-            }
-            p = e;
             continue;
         }
         /* Any other CSI (alternatives 6-8) whose operation is memoized as free or an event. */
@@ -761,7 +754,7 @@ scan_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     result = Py_BuildValue("(nnnO)", p, x, y, last);
 error:
-    Py_DECREF(last);
+    Py_XDECREF(last);  /* NULL when a substring could not be made */
     return result;
 }
 
