@@ -286,6 +286,15 @@ def test_every_row_repaint_at_every_column(cols: int, monkeypatch: pytest.Monkey
 
 
 @needs_native
+def test_a_screen_wider_than_the_native_bound_uses_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "\x1b[1;1Hab\x1b[K\x1b[1;1Hcd"
+    wide = _segments(text, 10_001, 3, True, monkeypatch)
+    assert wide == _segments(text, 10_001, 3, False, monkeypatch)
+    with pytest.raises(ValueError, match="10000"):
+        _native.scan_rows(text, 0, 10_001, 3, 0, 0, "", [], [], [], {}, 10)
+
+
+@needs_native
 def test_native_codes_match_repaint() -> None:
     assert (repaint_mod.WRITE, repaint_mod.PINNED) == (1, 2)
     assert (repaint_mod._FREE_OP, repaint_mod._EVENT_OP) == (0, 12)

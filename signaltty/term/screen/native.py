@@ -15,7 +15,11 @@ import contextlib
 import os
 from collections.abc import Callable
 
-__all__ = ["harmless_end", "plan_live", "scan_rows", "simple_end", "strip"]
+__all__ = ["SIDE_MAX", "harmless_end", "plan_live", "scan_rows", "simple_end", "strip"]
+
+# The largest screen side ``scan_rows`` and ``plan_live`` take (``SIDE_MAX`` in _native.c;
+# the daemon's own limit is 500 x 200): a larger screen uses the Python forms.
+SIDE_MAX = 10_000
 
 harmless_end: Callable[[str, int], int] | None = None
 simple_end: Callable[[str, int, int], int] | None = None

@@ -294,7 +294,7 @@ def scan(screen: HardenedScreen, text: str, pos: int) -> Segment:  # noqa: C901,
     n = len(text)
     p = pos
     blocker: tuple[str, int, int] | None = None
-    rows = _NATIVE_ROWS
+    rows = _NATIVE_ROWS if max(columns, lines) <= native.SIDE_MAX else None
     while p < n:
         if rows is not None:
             p, x, y, last = rows(
@@ -525,8 +525,8 @@ def plan(screen: HardenedScreen, segment: Segment) -> bytearray:
     # blanks with the plain background and the row's default is the plain blank already.
     columns = screen.columns
     plain = segment.bg_free and screen.cursor.attrs.bg == "default"
-    if _NATIVE_PLAN is not None:
-        lines = screen.lines
+    lines = screen.lines
+    if _NATIVE_PLAN is not None and max(columns, lines) <= native.SIDE_MAX:
         rows_plain = bytearray(lines)
         if plain:
             for y in used:
