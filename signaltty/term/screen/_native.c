@@ -29,6 +29,29 @@ is_plain(Py_UCS4 c)
     return (c >= 0x20 && c <= 0x7e) || c >= 0xa0;
 }
 
+/* End of the run of plain characters at i: one loop per storage kind, so that the common
+ * case (ASCII text, 1 byte a character) is a tight byte loop without PyUnicode_READ's switch. */
+static inline Py_ssize_t
+plain_end(int kind, const void *data, Py_ssize_t i, Py_ssize_t n)
+{
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *p = (const Py_UCS1 *)data;
+        while (i < n && is_plain(p[i]))
+            i++;
+    }
+    else if (kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *p = (const Py_UCS2 *)data;
+        while (i < n && is_plain(p[i]))
+            i++;
+    }
+    else {
+        const Py_UCS4 *p = (const Py_UCS4 *)data;
+        while (i < n && is_plain(p[i]))
+            i++;
+    }
+    return i;
+}
+
 /* OSC payload characters: [^\x00-\x1f\x7f]. */
 static inline int
 is_payload(Py_UCS4 c)
@@ -128,11 +151,11 @@ simple_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     kind = PyUnicode_KIND(text);
     data = PyUnicode_DATA(text);
     while (i < n) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (is_plain(c)) {
-            i++;
-            continue;
-        }
+        Py_UCS4 c;
+        i = plain_end(kind, data, i, n);
+        if (i >= n)
+            break;
+        c = PyUnicode_READ(kind, data, i);
         if (c == '\r') {
             if (i + 1 < n && PyUnicode_READ(kind, data, i + 1) == '\n') {
                 i += 2;

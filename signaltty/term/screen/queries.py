@@ -37,7 +37,8 @@ class VirtualScreen(abc.ABC):
 
     @abc.abstractmethod
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Queue raw PTY output; O(1) apart from copying a mutable buffer.
+        """Queue raw PTY output: a copy, or text decoded and held where nothing is drawn
+        (never a cost per cell: drawing waits for ``drain`` or a read).
 
         Args:
             data: bytes as read from the PTY master, any split (inside UTF-8 or a sequence).
