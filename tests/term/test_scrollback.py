@@ -11,11 +11,14 @@ from hypothesis import strategies as st
 
 from signaltty.term.screen.scrollback import BLOCK, Scrollback
 
-rows = st.text(st.characters(codec="utf-8", exclude_characters="\n"), max_size=12)
+rows = st.text(st.characters(codec="utf-8", exclude_characters="\n"), max_size=12).map(
+    lambda row: row + " " * (len(row) % 3)  # trailing blanks, which rendering trims
+)
 ops = st.lists(
     st.one_of(
         st.tuples(st.just("append"), rows),
         st.tuples(st.just("extend"), st.lists(rows, max_size=3 * BLOCK)),
+        st.tuples(st.just("extend_lazily"), st.lists(rows, max_size=3 * BLOCK)),
         st.tuples(st.just("clear"), st.none()),
     ),
     max_size=40,
@@ -29,7 +32,10 @@ def test_it_holds_what_a_bounded_deque_holds(maxlen, ops):
     ref: deque[str] = deque(maxlen=maxlen)
     for op, arg in ops:
         getattr(ours, op)(*(() if arg is None else (arg,)))
-        getattr(ref, op)(*(() if arg is None else (arg,)))
+        if op == "extend_lazily":  # the rows as rendered: right-trimmed of spaces
+            ref.extend(row.rstrip(" ") for row in arg)
+        else:
+            getattr(ref, op)(*(() if arg is None else (arg,)))
         assert len(ours) == len(ref)
         assert list(ours) == list(ref)
     for i in range(-len(ref), len(ref)):
@@ -62,3 +68,32 @@ def test_rows_cost_less_than_one_string_each():
     held = sum(sys.getsizeof(b) for b in ours._blocks) + sum(sys.getsizeof(r) for r in ours._open)
     one_each = sum(sys.getsizeof(r) for r in text)
     assert held < 0.7 * one_each
+
+
+def test_lazy_rows_that_drop_out_whole_are_never_made_into_rows():
+    """A flood's folded runs (``extend_lazily``) that later runs push out are dropped as
+    they came: only what is left is split, trimmed and put in blocks, on the first read."""
+    ours = Scrollback(100)
+    for run in range(50):
+        ours.extend_lazily([f"run {run} row {i}   " for i in range(30)])
+    assert len(ours) == 100
+    assert len(ours._segments) == 4
+    assert not ours._blocks
+    assert not ours._open
+    got = list(ours)
+    assert got == [f"run {run} row {i}" for run in range(46, 50) for i in range(30)][-100:]
+    assert not ours._segments
+    ours.append("after")
+    assert ours[-1] == "after"
+    assert ours[-2] == "run 49 row 29"
+    assert len(ours) == 100
+
+
+def test_a_lazy_row_with_a_line_feed_goes_in_as_extend_would_put_it():
+    rows = ["a  ", "two\nlines ", "b"] * BLOCK
+    ours = Scrollback(None)
+    ours.extend_lazily(rows)
+    ref = Scrollback(None)
+    ref.extend([row.rstrip(" ") for row in rows])
+    assert list(ours) == list(ref)
+    assert list(ours)[:3] == ["a", "two lines", "b"]

@@ -45,6 +45,122 @@ class _Grid(dict[int, StaticDefaultDict[int, Char]]):
         return _render_row(row, columns)
 
 
+class _TextGrid(_Grid):
+    """A grid some of whose rows are held as text (``texts``: row index → its characters,
+    all one cell wide, in blank cells from column 0) and made into cells only when asked for.
+
+    The line printer (``history._fold``) leaves up to ``lines - 1`` such rows after each run
+    of folded lines; while output floods, the next fold reads only their text, so most are
+    never built (issue 12, flood kind a: building and rendering them was a third of the
+    fold). A row index is never both held as text and stored as a row. Any access other than
+    one row's (``grid[y]``, ``get``, ``text``, ``in``, storing or dropping one row) builds
+    every held row first, so the grid then acts as a plain ``_Grid``.
+    """
+
+    __slots__ = ("texts",)
+
+    def __init__(self, fill: Char, texts: dict[int, str]) -> None:
+        super().__init__(fill)
+        self.texts = texts
+
+    def _build(self, y: int) -> StaticDefaultDict[int, Char] | None:
+        text = self.texts.pop(y, None)
+        if text is None:
+            return None
+        glyphs = _BLANK_GLYPHS
+        row = StaticDefaultDict[int, Char](_BLANK)
+        row.update(zip(_prefix(len(text)), map(glyphs.__getitem__, text), strict=False))
+        dict.__setitem__(self, y, row)
+        return row
+
+    def _build_all(self) -> None:
+        for y in list(self.texts):
+            self._build(y)
+
+    def __missing__(self, y: int) -> StaticDefaultDict[int, Char]:
+        row = self._build(y)
+        return super().__missing__(y) if row is None else row
+
+    def get(self, y: int, default: Any = None) -> Any:
+        row = dict.get(self, y)
+        if row is None and self.texts:
+            row = self._build(y)
+        return default if row is None else row
+
+    def text(self, y: int, columns: int) -> str:
+        held = self.texts.get(y)
+        return super().text(y, columns) if held is None else held.rstrip(" ")
+
+    def __contains__(self, y: object) -> bool:
+        return dict.__contains__(self, y) or y in self.texts
+
+    def __setitem__(self, y: int, row: StaticDefaultDict[int, Char]) -> None:
+        self.texts.pop(y, None)
+        dict.__setitem__(self, y, row)
+
+    def __delitem__(self, y: int) -> None:
+        if self.texts.pop(y, None) is None:
+            dict.__delitem__(self, y)
+        else:
+            dict.pop(self, y, None)
+
+    def pop(self, y: int, *default: Any) -> Any:
+        self._build(y)
+        return dict.pop(self, y, *default)
+
+    def clear(self) -> None:
+        self.texts.clear()
+        dict.clear(self)
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + len(self.texts)
+
+    def __iter__(self) -> Any:
+        self._build_all()
+        return dict.__iter__(self)
+
+    def keys(self) -> Any:
+        self._build_all()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        self._build_all()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        self._build_all()
+        return dict.items(self)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._build_all()
+        dict.update(self, *args, **kwargs)
+
+    def setdefault(self, y: int, default: Any = None) -> Any:
+        self._build(y)
+        return dict.setdefault(self, y, default)
+
+    def popitem(self) -> Any:
+        self._build_all()
+        return dict.popitem(self)
+
+    def copy(self) -> Any:
+        self._build_all()
+        return dict.copy(self)
+
+    def __eq__(self, other: object) -> bool:
+        self._build_all()
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> Any:
+        self._build_all()
+        return (_Grid, (self.fill,), None, None, iter(dict.items(self)))
+
+
 class _Widths(dict[str, int]):
     """Memo of ``wcwidth`` per code point (cells: -1 unprintable, 0 combining, 1, 2)."""
 
@@ -135,6 +251,10 @@ class _Glyphs(dict[str, Char]):
         glyph: Char = tuple.__new__(Char, (char, *self._rest))
         self[char] = glyph
         return glyph
+
+
+# The glyphs of text in blank cells (``_TextGrid`` rows); bounded like every ``_Glyphs``.
+_BLANK_GLYPHS: Final = _Glyphs(_BLANK)
 
 
 class GlyphTable:

@@ -28,7 +28,6 @@ the title and icon are the last OSC 0/1/2, and REP's last character is the last 
 from __future__ import annotations
 
 import re
-from operator import methodcaller
 from typing import Final, NamedTuple
 
 from pyte import modes as mo
@@ -36,7 +35,7 @@ from pyte.screens import StaticDefaultDict
 
 from signaltty.core.limits import HISTORY_LINES, MAX_OSC_PAYLOAD
 from signaltty.term.screen import native
-from signaltty.term.screen.cells import _BLANK, _LAT1, _NARROW, _NARROW_MAX, _WIDTH, _Glyphs, _Grid
+from signaltty.term.screen.cells import _BLANK, _LAT1, _NARROW, _NARROW_MAX, _WIDTH, _TextGrid
 from signaltty.term.screen.parser import TolerantStream
 from signaltty.term.screen.sgr import absolute_sgr
 from signaltty.term.screen.state import HardenedScreen
@@ -59,7 +58,6 @@ _OSC_BODY: Final = re.compile(rf"\x1b\]([^\x00-\x1f\x7f]{{0,{MAX_OSC_PAYLOAD}}}+
 _RESET_PREFIXES: Final = ("\x1b[0m", "\x1b[m", "\x1b[0;")
 _SGR_WINDOW: Final = 8192
 _CRLF: Final = "\r\n"
-_RSTRIP_BLANKS: Final = methodcaller("rstrip", " ")
 
 
 class LinePlan(NamedTuple):
@@ -239,13 +237,19 @@ def _fold(
     need = maxlen + rows - 1
     tail, total = _chunks(lines, columns, need)
     buffer = screen.buffer
-    grid = _Grid(buffer.fill)
+    held = buffer.texts if isinstance(buffer, _TextGrid) else {}
+    texts: dict[int, str] = {}
+    grid = _TextGrid(buffer.fill, texts)
     if total <= need:  # ``tail`` is every chunk
         above = [screen.render_row(y) for y in range(rows - 1)]
         pushed = (above + tail)[max(0, total - maxlen) : total]
         # Rows above the cursor that stay keep their cells (text alone cannot rebuild a row
-        # with wide or combining characters); absent rows stay absent (the fill).
+        # with wide or combining characters) or their held text; absent rows stay absent
+        # (the fill).
         for y in range(total, rows - 1):
+            if y in held:
+                texts[y - total] = held[y]
+                continue
             row = buffer.get(y)
             if row is not None:
                 grid[y - total] = row
@@ -256,18 +260,15 @@ def _fold(
         stays = tail[maxlen:]
         first = 0
     if not screen.alt_active and maxlen:
-        history.extend(map(_RSTRIP_BLANKS, pushed))
+        history.extend_lazily(pushed)
     # Placeholder rows (width-1 characters only): exact text, blank attributes; pyte pushes
     # them into history before anything can show their attributes (see the module doc).
-    glyphs = _Glyphs(_BLANK)
-    get = glyphs.__getitem__
+    # They are held as text and get cells only if something asks for them (``_TextGrid``).
     for y, row_text in enumerate(
         stays[len(stays) - (rows - 1 - first) :] if rows - 1 - first else [], first
     ):
         if row_text:
-            row = StaticDefaultDict(_BLANK)
-            row.update(zip(range(len(row_text)), map(get, row_text), strict=False))
-            grid[y] = row
+            texts[y] = row_text
         elif grid.fill != _BLANK:
             grid[y] = StaticDefaultDict(_BLANK)
     grid[rows - 1] = StaticDefaultDict(_BLANK)

@@ -11,12 +11,20 @@ rows, fewer than a block, are separate strings. Reading decodes a block at a tim
 A row never holds ``"\\n"`` (a line feed is never drawn); a row given with one (a hostile
 snapshot) has it stored as a space, so the blocks split back into exactly their rows. Lone
 surrogates round-trip (``surrogatepass``).
+
+Rows the line printer folds (``history._fold``, ``extend_lazily``) come in runs of thousands
+while output floods, and most of them drop out again before anything reads the history: they
+are kept as *segments*, one UTF-8 ``bytes`` of the run's lines as printed, and made into
+rows (right-trimmed, put in blocks) only when something reads them or adds rows another way.
+A segment that drops out whole is never split (issue 12, flood kind a: building the rows was
+a fifth of the daemon's CPU).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 BLOCK = 64  # rows per stored block
 
@@ -40,19 +48,47 @@ class Scrollback:
     ``maxlen``.
     """
 
-    __slots__ = ("maxlen", "_blocks", "_open", "_skip", "_len")
+    __slots__ = ("maxlen", "_blocks", "_open", "_skip", "_len", "_segments")
 
     def __init__(self, maxlen: int | None = None) -> None:
         self.maxlen = maxlen
         self._blocks: deque[bytes] = deque()  # each exactly BLOCK rows
         self._open: list[str] = []  # the newest rows, fewer than BLOCK
         self._skip = 0  # rows at the start of the oldest block that dropped out
-        self._len = 0
+        self._len = 0  # rows in blocks, open rows and segments
+        # Newer than every block and open row, oldest first: [lines as UTF-8, rows, dropped].
+        self._segments: deque[list[Any]] = deque()
 
     def __len__(self) -> int:
         return self._len
 
+    def extend_lazily(self, rows: list[str]) -> None:
+        """``extend`` with each row right-trimmed of spaces (as a row is rendered), kept as
+        one segment until something reads the history or adds rows another way (see the
+        module doc); a row with a line feed makes the rows go in at once instead."""
+        if not rows:
+            return
+        data = "\n".join(rows).encode("utf-8", "surrogatepass")
+        if data.count(b"\n") != len(rows) - 1:
+            self.extend([row.rstrip(" ") for row in rows])
+            return
+        self._segments.append([data, len(rows), 0])
+        self._len += len(rows)
+        if self.maxlen is not None and self._len > self.maxlen:
+            self._trim()
+
+    def _settle(self) -> None:
+        """Make every segment into rows (in order, after the blocks and open rows)."""
+        segments = self._segments
+        while segments:
+            data, count, dropped = segments.popleft()
+            self._len -= count - dropped
+            rows = data.decode("utf-8", "surrogatepass").split("\n")
+            self._add([row.rstrip(" ") for row in (rows[dropped:] if dropped else rows)])
+
     def append(self, row: str) -> None:
+        if self._segments:
+            self._settle()
         opened = self._open
         opened.append(row)
         self._len += 1
@@ -67,6 +103,12 @@ class Scrollback:
         if self.maxlen is not None and len(items) >= self.maxlen:
             self.clear()
             items = items[len(items) - self.maxlen :] if self.maxlen else []
+        if self._segments:
+            self._settle()
+        self._add(items)
+
+    def _add(self, items: list[str]) -> None:
+        """Rows after every block and open row (no segment is held)."""
         start = 0
         while start < len(items):
             take = min(BLOCK - len(self._open), len(items) - start)
@@ -81,6 +123,7 @@ class Scrollback:
 
     def clear(self) -> None:
         self._blocks.clear()
+        self._segments.clear()
         self._open = []
         self._skip = 0
         self._len = 0
@@ -98,11 +141,26 @@ class Scrollback:
             self._skip = 0
             self._len -= left
             excess -= left
-        if excess > 0:
-            del self._open[:excess]
-            self._len -= excess
+        if excess > 0 and self._open:
+            cut = min(excess, len(self._open))
+            del self._open[:cut]
+            self._len -= cut
+            excess -= cut
+        segments = self._segments
+        while excess > 0 and segments:
+            segment = segments[0]
+            left = segment[1] - segment[2]
+            if excess < left:
+                segment[2] += excess
+                self._len -= excess
+                return
+            segments.popleft()
+            self._len -= left
+            excess -= left
 
     def __iter__(self) -> Iterator[str]:
+        if self._segments:
+            self._settle()
         skip = self._skip
         for block in list(self._blocks):
             rows = _decode(block)
@@ -116,6 +174,8 @@ class Scrollback:
             index += n
         if not 0 <= index < n:
             raise IndexError("scrollback index out of range")
+        if self._segments:
+            self._settle()
         at = index + self._skip
         whole = len(self._blocks) * BLOCK
         if at < whole:
