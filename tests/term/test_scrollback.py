@@ -78,6 +78,8 @@ def test_lazy_rows_that_drop_out_whole_are_never_made_into_rows():
         ours.extend_lazily([f"run {run} row {i}   " for i in range(30)])
     assert len(ours) == 100
     assert len(ours._segments) == 4
+    assert sum(count for _data, count in ours._segments) == 100  # no more rows held
+    assert ours._segments[0][0].startswith(b"run 46 row 20   \n")
     assert not ours._blocks
     assert not ours._open
     got = list(ours)

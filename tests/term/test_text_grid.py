@@ -116,3 +116,18 @@ def test_a_flood_leaves_rows_as_text_and_a_read_shows_them():
     assert screen.cursor == (9, 0)  # (row, column)
     screen.feed(b"\x1b[2;1Hx")  # drawing into a held row builds it
     assert screen.lines()[1] == "xine 02992 of the flood"
+
+
+def test_an_unbounded_history_keeps_every_folded_row():
+    """``history_lines=None`` keeps every row (the fold used to bound it at 5 000)."""
+    fast = PyteScreen(80, 24, history_lines=None)
+    ref = PyteScreen(80, 24, history_lines=None, fast_forward=False)
+    data = "".join(f"{i}\r\n" for i in range(20000)).encode()
+    for screen in (fast, ref):
+        for at in range(0, len(data), 4096):
+            screen.feed(data[at : at + 4096])
+            while screen.pending:
+                screen.drain(16384)
+    assert fast.lines() == ref.lines()
+    assert list(fast.model.history) == list(ref.model.history)
+    assert len(fast.model.history) == 20000 - 23

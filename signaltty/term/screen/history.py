@@ -28,12 +28,13 @@ the title and icon are the last OSC 0/1/2, and REP's last character is the last 
 from __future__ import annotations
 
 import re
+import sys
 from typing import Final, NamedTuple
 
 from pyte import modes as mo
 from pyte.screens import StaticDefaultDict
 
-from signaltty.core.limits import HISTORY_LINES, MAX_OSC_PAYLOAD
+from signaltty.core.limits import MAX_OSC_PAYLOAD
 from signaltty.term.screen import native
 from signaltty.term.screen.cells import _BLANK, _LAT1, _NARROW, _NARROW_MAX, _WIDTH, _TextGrid
 from signaltty.term.screen.parser import TolerantStream
@@ -231,7 +232,8 @@ def _fold(
     rows = screen.lines
     columns = screen.columns
     history = screen.history
-    maxlen = history.maxlen if history.maxlen is not None else HISTORY_LINES
+    # An unbounded history (``history_lines=None``) keeps every row that leaves.
+    maxlen = history.maxlen if history.maxlen is not None else sys.maxsize // 2
     # In scroll order the rows are: the rows above the cursor, then every chunk of every line.
     # The first ``total`` of them leave (into history), the last ``rows - 1`` stay.
     need = maxlen + rows - 1

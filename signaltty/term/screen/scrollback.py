@@ -56,7 +56,7 @@ class Scrollback:
         self._open: list[str] = []  # the newest rows, fewer than BLOCK
         self._skip = 0  # rows at the start of the oldest block that dropped out
         self._len = 0  # rows in blocks, open rows and segments
-        # Newer than every block and open row, oldest first: [lines as UTF-8, rows, dropped].
+        # Newer than every block and open row, oldest first: [rows joined as UTF-8, count].
         self._segments: deque[list[Any]] = deque()
 
     def __len__(self) -> int:
@@ -72,7 +72,7 @@ class Scrollback:
         if data.count(b"\n") != len(rows) - 1:
             self.extend([row.rstrip(" ") for row in rows])
             return
-        self._segments.append([data, len(rows), 0])
+        self._segments.append([data, len(rows)])
         self._len += len(rows)
         if self.maxlen is not None and self._len > self.maxlen:
             self._trim()
@@ -81,10 +81,10 @@ class Scrollback:
         """Make every segment into rows (in order, after the blocks and open rows)."""
         segments = self._segments
         while segments:
-            data, count, dropped = segments.popleft()
-            self._len -= count - dropped
+            data, count = segments.popleft()
+            self._len -= count
             rows = data.decode("utf-8", "surrogatepass").split("\n")
-            self._add([row.rstrip(" ") for row in (rows[dropped:] if dropped else rows)])
+            self._add([row.rstrip(" ") for row in rows])
 
     def append(self, row: str) -> None:
         if self._segments:
@@ -149,14 +149,16 @@ class Scrollback:
         segments = self._segments
         while excess > 0 and segments:
             segment = segments[0]
-            left = segment[1] - segment[2]
-            if excess < left:
-                segment[2] += excess
+            if excess < segment[1]:
+                # The rows that dropped out are cut off, so that no more than ``maxlen``
+                # rows are held (~90 ns a row; a fold adds ~1 600).
+                segment[0] = segment[0].split(b"\n", excess)[-1]
+                segment[1] -= excess
                 self._len -= excess
                 return
             segments.popleft()
-            self._len -= left
-            excess -= left
+            self._len -= segment[1]
+            excess -= segment[1]
 
     def __iter__(self) -> Iterator[str]:
         if self._segments:
