@@ -89,13 +89,3 @@ def test_lazy_rows_that_drop_out_whole_are_never_made_into_rows():
     assert ours[-1] == "after"
     assert ours[-2] == "run 49 row 29"
     assert len(ours) == 100
-
-
-def test_a_lazy_row_with_a_line_feed_goes_in_as_extend_would_put_it():
-    rows = ["a  ", "two\nlines ", "b"] * BLOCK
-    ours = Scrollback(None)
-    ours.extend_lazily(rows)
-    ref = Scrollback(None)
-    ref.extend([row.rstrip(" ") for row in rows])
-    assert list(ours) == list(ref)
-    assert list(ours)[:3] == ["a", "two lines", "b"]

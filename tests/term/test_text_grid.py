@@ -131,3 +131,21 @@ def test_an_unbounded_history_keeps_every_folded_row():
     assert fast.lines() == ref.lines()
     assert list(fast.model.history) == list(ref.model.history)
     assert len(fast.model.history) == 20000 - 23
+
+
+def test_a_line_feed_in_a_cell_reaches_history_as_without_the_fold():
+    """A cell holding a line feed (only a hostile snapshot makes one) leaves for history
+    the way pyte's own scrolling puts it there, when a fold pushes its row out."""
+    screens = [PyteScreen(20, 5), PyteScreen(20, 5, fast_forward=False)]
+    for screen in screens:
+        screen.feed(b"top\r\nrow\r\n\r\n\r\n")
+        screen.model.buffer[0][1] = Char("\n")
+        screen.model.buffer[1][5] = Char("\n")
+        for at in range(0, 300):
+            screen.feed(f"line {at}\r\n".encode())
+        while screen.pending:
+            screen.drain(1 << 16)
+    fast, ref = (list(screen.model.history) for screen in screens)
+    assert fast == ref
+    assert fast[0] == "t p"  # stored in a block: the line feed is a space there
+    assert screens[0].fast_forward_stats["lines"] > 0

@@ -262,7 +262,12 @@ def _fold(
         stays = tail[maxlen:]
         first = 0
     if not screen.alt_active and maxlen:
-        history.extend_lazily(pushed)
+        if total <= need and any("\n" in row for row in above):
+            # Only a hostile snapshot puts a line feed in a cell (a fold's own lines never
+            # hold one): such rows go in one by one.
+            history.extend([row.rstrip(" ") for row in pushed])
+        else:
+            history.extend_lazily(pushed)
     # Placeholder rows (width-1 characters only): exact text, blank attributes; pyte pushes
     # them into history before anything can show their attributes (see the module doc).
     # They are held as text and get cells only if something asks for them (``_TextGrid``).

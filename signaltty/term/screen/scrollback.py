@@ -65,14 +65,11 @@ class Scrollback:
     def extend_lazily(self, rows: list[str]) -> None:
         """``extend`` with each row right-trimmed of spaces (as a row is rendered), kept as
         one segment until something reads the history or adds rows another way (see the
-        module doc); a row with a line feed makes the rows go in at once instead."""
+        module doc). No row may hold a line feed (the caller checks: a segment is split at
+        them); such rows go in with ``extend``."""
         if not rows:
             return
-        data = "\n".join(rows).encode("utf-8", "surrogatepass")
-        if data.count(b"\n") != len(rows) - 1:
-            self.extend([row.rstrip(" ") for row in rows])
-            return
-        self._segments.append([data, len(rows)])
+        self._segments.append(["\n".join(rows).encode("utf-8", "surrogatepass"), len(rows)])
         self._len += len(rows)
         if self.maxlen is not None and self._len > self.maxlen:
             self._trim()
