@@ -107,22 +107,25 @@ class PyteScreen(VirtualScreen):
     # --- input --------------------------------------------------------------------------------
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
+        pending = self._pending
+        pending.append(data)
         lazy = self._lazy
         if (
             lazy is not None
             and lazy.skipping
-            and not self._pending
-            and not lazy.resolves_after(len(data))
+            and len(pending) >= SCREEN_SLICE_BYTES
+            and not lazy.committed
+            and not lazy.resolves_after(len(pending))
         ):
-            # What a drain would do with it: decode and hold (no resolve, nothing drawn).
-            # Output that is being skipped then costs no queued copy and no drain turns
-            # (bench/flood.py, kind a: one drain call per 2 KiB before).
+            # What the drain would do with a slice of bulk output that is being skipped:
+            # decode and hold it (no resolve, nothing drawn), without its turns (flood kind
+            # a: one drain call per 2 KiB before). Less than a slice waits for a reader or
+            # the sweep as before: held text is not pending, so a save's tail would resolve
+            # it early and draw what later output could have skipped (bench/replay.py).
             try:
-                lazy.hold(self._stream.utf8_decoder.decode(data))
+                lazy.hold(self._stream.utf8_decoder.decode(pending.take(len(pending))))
             except Exception as exc:  # noqa: BLE001 - bug guard, see drain
                 self._bug(exc)
-            return
-        self._pending.append(data)
 
     @property
     def pending(self) -> int:
