@@ -52,9 +52,11 @@ class _TextGrid(_Grid):
     The line printer (``history._fold``) leaves up to ``lines - 1`` such rows after each run
     of folded lines; while output floods, the next fold reads only their text, so most are
     never built (issue 12, flood kind a: building and rendering them was a third of the
-    fold). A row index is never both held as text and stored as a row. Any access other than
-    one row's (``grid[y]``, ``get``, ``text``, ``in``, storing or dropping one row) builds
-    every held row first, so the grid then acts as a plain ``_Grid``.
+    fold). A row index is never both held as text and stored as a row. One row's access
+    (``grid[y]``, ``get``, ``text``, ``in``, storing or dropping it) builds at most that row;
+    ``len`` counts both kinds and ``clear`` drops both; any other access to several rows
+    (iteration, ``items``, ``values``, ``update``, ``copy``, equality) builds every held row
+    first, so the grid then acts as a plain ``_Grid``.
     """
 
     __slots__ = ("texts",)
