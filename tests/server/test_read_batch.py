@@ -238,11 +238,18 @@ async def test_the_pump_reads_quiet_panes_in_rounds_and_followed_or_bulk_ones_di
         await _until(lambda: rt.reads_batched)
 
         # bulk output: read directly while it lasts
+        before_bulk = rt.output_offset
         await rt.write_input(b"bulk\n", 5.0)
         await _until(lambda: not rt.reads_batched)
-        await _until(lambda: rt.output_offset > 400_000)
-        rt.settle_now()
-        assert any(r.startswith("line ") for r in rt.screen.peek_rows())
+        # every bulk byte read, and the numbered lines after it reach the screen (an offset
+        # reached inside the bulk would leave only its rows on the screen)
+        await _until(lambda: rt.output_offset > before_bulk + 400_000)
+
+        def line_rows_on_screen() -> bool:
+            rt.settle_now()
+            return any(r.startswith("line ") for r in rt.screen.peek_rows())
+
+        await _until(line_rows_on_screen)
         # and back to rounds once it has printed only small lines for a while
         await _until(lambda: rt.reads_batched, within_s=20)
     finally:
