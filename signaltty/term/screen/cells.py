@@ -5,6 +5,7 @@ Layer rule: standard library, ``pyte`` and ``signaltty.core`` only; no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, Final
 
@@ -43,6 +44,17 @@ class _Grid(dict[int, StaticDefaultDict[int, Char]]):
         if row is None:
             return (self.fill.data * columns).rstrip(" ")
         return _render_row(row, columns)
+
+
+def _after_build_all(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of ``dict``, called on a ``_TextGrid`` once all its held rows are built."""
+
+    def after_build_all(self: _TextGrid, *args: Any, **kwargs: Any) -> Any:
+        self._build_all()
+        return method(self, *args, **kwargs)
+
+    after_build_all.__name__ = method.__name__
+    return after_build_all
 
 
 class _TextGrid(_Grid):
@@ -117,41 +129,19 @@ class _TextGrid(_Grid):
     def __len__(self) -> int:
         return dict.__len__(self) + len(self.texts)
 
-    def __iter__(self) -> Any:
-        self._build_all()
-        return dict.__iter__(self)
-
-    def keys(self) -> Any:
-        self._build_all()
-        return dict.keys(self)
-
-    def values(self) -> Any:
-        self._build_all()
-        return dict.values(self)
-
-    def items(self) -> Any:
-        self._build_all()
-        return dict.items(self)
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        self._build_all()
-        dict.update(self, *args, **kwargs)
+    # Accesses to several rows: every held row is built first, then dict's own method runs.
+    __iter__ = _after_build_all(dict.__iter__)
+    keys = _after_build_all(dict.keys)
+    values = _after_build_all(dict.values)
+    items = _after_build_all(dict.items)
+    update = _after_build_all(dict.update)
+    popitem = _after_build_all(dict.popitem)
+    copy = _after_build_all(dict.copy)
+    __eq__ = _after_build_all(dict.__eq__)
 
     def setdefault(self, y: int, default: Any = None) -> Any:
         self._build(y)
         return dict.setdefault(self, y, default)
-
-    def popitem(self) -> Any:
-        self._build_all()
-        return dict.popitem(self)
-
-    def copy(self) -> Any:
-        self._build_all()
-        return dict.copy(self)
-
-    def __eq__(self, other: object) -> bool:
-        self._build_all()
-        return dict.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
