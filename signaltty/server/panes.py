@@ -2,7 +2,8 @@
 
 One ``PaneRuntime`` per pane that has (or had) a process in this daemon instance. The pump is
 event driven (``loop.add_reader`` on the master, or ``read_batch`` rounds for panes nobody
-follows live and that do not print in bulk): each read of at most 64 KiB is scanned for
+follows live and that do not print in bulk, or a native reader thread's wake pipe for a
+few panes that do, ``term/reader_thread.py``): each read of at most 64 KiB is scanned for
 OSC/BEL items, answered queries go back to the PTY at once, the bytes go to the raw ring, the
 viewers and the screen's pending buffer, and the items are applied through ``core.rules``.
 The screen is fed by a separate drain task in ≤ 16 KiB slices with a yield between slices; when
@@ -43,7 +44,7 @@ from signaltty.server import read_batch
 from signaltty.server.coalesce import Budget, Coalescer
 from signaltty.server.status_layer import ProgramStatusLayer
 from signaltty.server.term_replies import ReplyJob, TerminalReplies
-from signaltty.term import osc
+from signaltty.term import osc, reader_thread
 from signaltty.term import pty as ptymod
 from signaltty.term.raw_ring import RawRing
 from signaltty.term.screen import PyteScreen, VirtualScreen
@@ -111,6 +112,10 @@ class PaneRuntime(TerminalReplies):
         self._batcher = read_batch.for_loop(self._loop)
         self._batched = False
         self._direct_until = 0.0  # bulk output: read directly until then (monotonic s)
+        # bulk output: a thread reads the master and the loop takes from it (reader_thread)
+        self._bulk_reader: reader_thread.BulkReader | None = None
+        self._bulk_timer: asyncio.TimerHandle | None = None
+        self._child_exited = False
         self._paused = False
         self._handing_over = False  # readers stay off until the restart (issue 15)
         self._drain_task: asyncio.Task[None] | None = None
@@ -164,6 +169,7 @@ class PaneRuntime(TerminalReplies):
         program kept across a daemon crash, not ours to reap; ``ExitWatcher``)."""
         self.proc = proc
         self.eof = False
+        self._child_exited = False
         self.status.reset()
         self._start_reading()
         self.watcher = ptymod.ExitWatcher(self._loop, proc.pid, self._on_child_exit, child=child)
@@ -179,7 +185,9 @@ class PaneRuntime(TerminalReplies):
             and not self._handing_over
         ):
             fd = self.proc.master_fd
-            if self._batched:
+            if self._bulk_reader is not None:
+                self._loop.add_reader(self._bulk_reader.wake_fd, self._on_readable)
+            elif self._batched:
                 assert self._batcher is not None
                 self._batcher.add(fd, self._on_readable)
             else:
@@ -189,7 +197,10 @@ class PaneRuntime(TerminalReplies):
     def _stop_reading(self) -> None:
         if self.proc is not None and self._reading:
             fd = self.proc.master_fd
-            if self._batched:
+            if self._bulk_reader is not None:
+                with contextlib.suppress(ValueError, OSError):
+                    self._loop.remove_reader(self._bulk_reader.wake_fd)
+            elif self._batched:
                 assert self._batcher is not None
                 self._batcher.remove(fd)
             else:
@@ -203,6 +214,12 @@ class PaneRuntime(TerminalReplies):
         ``READ_BATCH_S`` late), False while it is read as soon as output arrives."""
         return self._reading and self._batched
 
+    @property
+    def reads_by_thread(self) -> bool:
+        """True while a native reader thread reads the master (the pane prints in bulk;
+        ``term/reader_thread.py``) and the loop takes its output from that thread."""
+        return self._bulk_reader is not None
+
     def _choose_reader(self, size: int) -> None:
         """Read in ``read_batch`` rounds unless someone follows the pane live (a viewer or an
         output listener) or it prints in bulk (a read of ``_BULK_READ`` or more, until
@@ -210,6 +227,10 @@ class PaneRuntime(TerminalReplies):
         now = time.monotonic()
         if size >= _BULK_READ:
             self._direct_until = now + _BULK_HOLD_S
+            if self._bulk_reader is None:
+                self._begin_bulk_reader()
+        if self._bulk_reader is not None:
+            return
         batched = (
             self._batcher is not None
             and now >= self._direct_until
@@ -231,22 +252,107 @@ class PaneRuntime(TerminalReplies):
             self.scanner.reset()
 
     def _read_once(self, limit: int = PTY_READ_BYTES) -> int:
+        """Read at most ``limit`` bytes (from the bulk reader's buffer while there is one,
+        else from the master) and put them through the pump; their count, 0 if none were
+        waiting, -1 at the end of output."""
         assert self.proc is not None
-        try:
-            data = os.read(self.proc.master_fd, limit)
-        except BlockingIOError:
-            return 0
-        except OSError as exc:
-            if exc.errno in (errno.EIO, errno.EBADF):
+        reader = self._bulk_reader
+        if reader is not None:
+            data = reader.take(limit)
+            if not data:
+                if reader.running:
+                    return 0
+                # halted or ended and emptied: the master is read here again, and tells
+                # the end of output itself (EIO) if that is why the thread ended
+                self._end_bulk_reader()
+                return self._read_once(limit)
+        else:
+            try:
+                data = os.read(self.proc.master_fd, limit)
+            except BlockingIOError:
+                return 0
+            except OSError as exc:
+                if exc.errno in (errno.EIO, errno.EBADF):
+                    self._on_eof()
+                    return -1
+                raise
+            if not data:
                 self._on_eof()
                 return -1
-            raise
-        if not data:
-            self._on_eof()
-            return -1
         self._process(data)
         self._choose_reader(len(data))
         return len(data)
+
+    # ---------------------------------------------------------------- bulk reader thread
+
+    def _begin_bulk_reader(self) -> None:
+        """Hand the master to a reader thread (``term/reader_thread.py``) while the pane
+        prints in bulk; nothing changes when none is available (module missing, too many
+        threads) or the pump is held (paused, a deferred reply, a handover, the child gone)."""
+        if (
+            self.proc is None
+            or self.proc.master_fd < 0
+            or not (self._reading or self._paused)  # held for a reply: one source at a time
+            or self._reply_job is not None
+            or self._handing_over
+            or self._child_exited
+            or self.eof
+            or self.closed
+        ):
+            return
+        try:
+            reader = reader_thread.open_reader(self.proc.master_fd)
+        except OSError:
+            log.warning("pump.reader_thread_failed", pane_id=self.pane.id, exc_info=True)
+            return
+        if reader is None:
+            return
+        reading = self._reading
+        self._stop_reading()
+        self._batched = False
+        self._bulk_reader = reader
+        if reading:  # paused (the screen is behind): the thread reads on meanwhile
+            self._start_reading()
+        self._bulk_timer = self._loop.call_later(_BULK_HOLD_S, self._check_bulk)
+
+    def _check_bulk(self) -> None:
+        """At the bulk hold's end (an idle pane calls nothing else): halt the thread once no
+        large read came for ``_BULK_HOLD_S`` and it holds little; its bytes are taken first."""
+        self._bulk_timer = None
+        reader = self._bulk_reader
+        if reader is None or not reader.running:
+            return
+        left = self._direct_until - time.monotonic()
+        if left > 0 or reader.pending >= _BULK_READ:
+            self._bulk_timer = self._loop.call_later(max(left, 0.05), self._check_bulk)
+            return
+        reader.halt()
+        if not reader.pending:
+            self._end_bulk_reader()
+
+    def _end_bulk_reader(self) -> None:
+        """Close the (halted or ended, emptied) thread; the loop reads the master again."""
+        reading = self._reading
+        self._drop_bulk_reader()
+        if reading:
+            self._start_reading()
+
+    def _drop_bulk_reader(self) -> None:
+        """Stop watching and close the thread, dropping what it holds (a closing pane's)."""
+        reader = self._bulk_reader
+        if reader is None:
+            return
+        self._stop_reading()
+        self._bulk_reader = None
+        if self._bulk_timer is not None:
+            self._bulk_timer.cancel()
+            self._bulk_timer = None
+        reader.close()
+
+    def _halt_bulk_reader(self) -> None:
+        """Stop the thread (the child exited, a handover): what it holds is read next."""
+        if self._bulk_reader is not None:
+            self._bulk_reader.halt()
 
     def _on_eof(self) -> None:
         """EIO on the master: end of output (not exit; the exit watcher decides that)."""
@@ -611,8 +717,19 @@ class PaneRuntime(TerminalReplies):
 
     def _on_child_exit(self, code: int | None) -> None:
         # Output the child wrote right before exiting is processed before the exit.
+        self._child_exited = True
+        self._halt_bulk_reader()
         drained = 0
-        while self._reading and drained < _EXIT_DRAIN_BYTES:
+        # also while paused for the screen (a flood's end): the exit must not overtake the
+        # output before it; a pending reply or a handover keeps the order by holding off
+        limit = _EXIT_DRAIN_BYTES + reader_thread.BUFFER_BYTES
+        while (
+            (self._reading or self._paused)
+            and self._reply_job is None
+            and not self._handing_over
+            and not self.eof
+            and drained < limit
+        ):
             try:
                 n = self._read_once()
             except OSError:
@@ -669,6 +786,8 @@ class PaneRuntime(TerminalReplies):
     def _close_master(self) -> None:
         if self.proc is None or self.proc.master_fd < 0:
             return
+        # before the descriptor goes: its number can be reused while a thread polls it
+        self._drop_bulk_reader()
         self._stop_reading()
         # libuv aborts the whole process if a registered fd is closed under it.
         self._remove_writer(self.proc.master_fd)
@@ -716,6 +835,11 @@ class PaneRuntime(TerminalReplies):
         meanwhile went through the whole pump as usual."""
         self._stop_reading()
         self._handing_over = True
+        if self._bulk_reader is not None:
+            # the thread's bytes belong to this daemon's screen, not the next one's
+            self._halt_bulk_reader()
+            while self._bulk_reader is not None and self._read_once() >= 0:
+                pass
         self.settle_now()
         deadline = time.monotonic() + within_s
         while not self._at_ground():
