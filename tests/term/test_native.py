@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from signaltty.core.limits import MAX_OSC_PAYLOAD
+from signaltty.term import osc as osc_mod
 from signaltty.term.screen import PyteScreen
 from signaltty.term.screen import fastforward as fastforward_mod
 from signaltty.term.screen import history as history_mod
@@ -393,3 +394,65 @@ def test_harmless_end_every_escape_pair() -> None:
             m = fastforward_mod._HARMLESS.match(text, 0)
             assert m is not None
             assert _native.harmless_end(text, 0) == m.end(), repr(text)
+
+
+# ---------------------------------------------------------------- osc.py's quiet check, repaint's stubs
+
+LOUD_PIECES = [
+    b"\x1b", b"0", b"[", b"5", b"6", b"]", b"P", b"X", b"^", b"_", b"c", b"n", b"\x07",
+    b"\x01", b"\x02", b"\x00", b"\x7f", b"\x18", b"\x9b", b"\xff", b"a", b"m", b";", b"\r\n",
+]  # fmt: skip
+
+
+def _loud_python(chunk: bytes) -> bool:
+    return b"\x07" in chunk or b"\x01\x02" in chunk.translate(
+        osc_mod._QUIET_TABLE, osc_mod._QUIET_DELETE
+    )
+
+
+@needs_native
+@settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(LOUD_PIECES), max_size=30).map(b"".join))
+def test_loud_is_the_translation(chunk: bytes) -> None:
+    assert _native.loud(chunk) is _loud_python(chunk)
+
+
+@needs_native
+def test_loud_every_byte_pair_and_the_daemon_uses_it() -> None:
+    for a in range(256):
+        for b in range(256):
+            for chunk in (bytes([a, b]), bytes([a, 1, 0x7F, b]), bytes([a, 0x1B, b])):
+                assert _native.loud(chunk) is _loud_python(chunk), chunk
+    assert _native.loud(b"") is False
+    with pytest.raises(TypeError):
+        _native.loud("text")  # type: ignore[arg-type]
+    expected = None if os.environ.get("SIGNALTTY_PURE_PYTHON") else _native.loud
+    assert osc_mod._LOUD is expected
+
+
+class _Str(str):
+    pass
+
+
+@needs_native
+def test_has_stub_is_the_python_check() -> None:
+    from pyte.screens import Char
+
+    def python(row: dict[int, Any]) -> bool:
+        return "" in map(repaint_mod._DATA, row.values())
+
+    rng = random.Random(5)
+    for _ in range(2000):
+        row = {
+            x: Char(rng.choice(["a", "", "字", " ", _Str(""), _Str("b")]), "red")
+            for x in range(rng.randint(0, 6))
+        }
+        assert _native.has_stub(row) is python(row), row
+    assert _native.has_stub({0: ("", "x")})
+    assert not _native.has_stub({0: ("a",)})
+    assert _native.has_stub({0: [""]})
+    assert not _native.has_stub({0: "ab"})
+    with pytest.raises(TypeError):
+        _native.has_stub([Char("")])  # type: ignore[arg-type]
+    with pytest.raises((TypeError, IndexError)):
+        _native.has_stub({0: ()})

@@ -914,16 +914,134 @@ done:
     return live;
 }
 
+
+/* ---------------------------------------------------------------- osc.py, repaint.py */
+
+/* Byte classes of osc.py's _QUIET_TABLE / _QUIET_DELETE: a pair "A then B" (with the deleted
+ * bytes between them ignored) or a BEL anywhere means the read is not quiet. */
+enum { Q_TEXT = 0, Q_A = 1, Q_B = 2, Q_SKIP = 3, Q_BEL = 4 };
+
+static unsigned char quiet_class[256];
+static PyObject *empty_str; /* "" (immortal enough: the module keeps it for the process) */
+
+static void
+quiet_class_init(void)
+{
+    int b;
+    const char *a = "\x1b" "0[56", *z = "]PX^_cn";
+    for (b = 0; b < 0x20; b++)
+        quiet_class[b] = Q_SKIP;
+    quiet_class[0x7f] = Q_SKIP;
+    for (; *a; a++)
+        quiet_class[(unsigned char)*a] = Q_A;
+    for (; *z; z++)
+        quiet_class[(unsigned char)*z] = Q_B;
+    quiet_class[0x07] = Q_BEL;
+}
+
+PyDoc_STRVAR(loud_doc,
+"loud(chunk: bytes) -> bool\n\n"
+"True if chunk holds a BEL, or one of ESC 0 [ 5 6 followed by one of ] P X ^ _ c n with\n"
+"only C0 controls (not ESC) and DEL between them: the pure-Python form is osc.py's\n"
+"``b'\\x07' in chunk or b'\\x01\\x02' in chunk.translate(_QUIET_TABLE, _QUIET_DELETE)``.");
+
+static PyObject *
+loud(PyObject *self, PyObject *arg)
+{
+    const unsigned char *p, *end;
+    int after_a = 0;
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "loud() takes bytes");
+        return NULL;
+    }
+    p = (const unsigned char *)PyBytes_AS_STRING(arg);
+    end = p + PyBytes_GET_SIZE(arg);
+    for (; p < end; p++) {
+        switch (quiet_class[*p]) {
+        case Q_TEXT:
+            after_a = 0;
+            break;
+        case Q_A:
+            after_a = 1;
+            break;
+        case Q_B:
+            if (after_a)
+                Py_RETURN_TRUE;
+            break;
+        case Q_BEL:
+            Py_RETURN_TRUE;
+        default: /* Q_SKIP: deleted by the translation, the pair reads across it */
+            break;
+        }
+    }
+    Py_RETURN_FALSE;
+}
+
+PyDoc_STRVAR(has_stub_doc,
+"has_stub(row: dict) -> bool\n\n"
+"True if a cell of row (a dict of column -> Char) has empty data (a wide character's right\n"
+"half): repaint.py's ``'' in map(itemgetter(0), row.values())``.");
+
+static PyObject *
+has_stub(PyObject *self, PyObject *arg)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    if (!PyDict_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "has_stub() takes a dict");
+        return NULL;
+    }
+    while (PyDict_Next(arg, &pos, &key, &value)) {
+        PyObject *data;
+        int empty;
+        if (PyTuple_Check(value) && PyTuple_GET_SIZE(value) > 0) {
+            data = PyTuple_GET_ITEM(value, 0);
+            if (PyUnicode_CheckExact(data)) {
+                if (PyUnicode_GET_LENGTH(data) == 0)
+                    Py_RETURN_TRUE;
+                continue;
+            }
+            Py_INCREF(data);
+        } else {
+            data = PySequence_GetItem(value, 0);
+            if (data == NULL)
+                return NULL;
+        }
+        empty = PyObject_RichCompareBool(data, empty_str, Py_EQ);
+        Py_DECREF(data);
+        if (empty < 0)
+            return NULL;
+        if (empty)
+            Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
     {"simple_end", (PyCFunction)(void (*)(void))simple_end, METH_FASTCALL, simple_end_doc},
     {"strip", (PyCFunction)(void (*)(void))strip, METH_FASTCALL, strip_doc},
     {"harmless_end", (PyCFunction)(void (*)(void))harmless_end, METH_FASTCALL, harmless_end_doc},
     {"scan_rows", (PyCFunction)(void (*)(void))scan_rows, METH_FASTCALL, scan_rows_doc},
     {"plan_live", (PyCFunction)(void (*)(void))plan_live, METH_FASTCALL, plan_live_doc},
+    {"loud", (PyCFunction)loud, METH_O, loud_doc},
+    {"has_stub", (PyCFunction)has_stub, METH_O, has_stub_doc},
     {NULL, NULL, 0, NULL},
 };
 
+static int
+exec_module(PyObject *module)
+{
+    quiet_class_init();
+    if (empty_str == NULL) {
+        empty_str = PyUnicode_New(0, 0);
+        if (empty_str == NULL)
+            return -1;
+    }
+    return 0;
+}
+
 static struct PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, exec_module},
     {0, NULL},
 };
 

@@ -516,9 +516,12 @@ def plan(screen: HardenedScreen, segment: Segment) -> bytearray:
     # its writes are kept (the segment's own characters are all one cell wide).
     stubby = set()
     used = set(map(_ROW, segment.spans))
+    has_stub = native.has_stub
     for y in used:
         row = buffer.get(y)
-        if row is not None and "" in map(_DATA, row.values()):
+        if row is None:
+            continue
+        if has_stub(row) if has_stub is not None else "" in map(_DATA, row.values()):
             stubby.add(y)
     # An erase of a whole row (``stop`` past the edge) also sets the row's default cell: it
     # can show only if that differs from what the row has, which it cannot while every erase
