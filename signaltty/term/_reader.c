@@ -16,6 +16,9 @@
  * One owner: every method is called from one Python thread (the daemon's event loop).
  */
 #define PY_SSIZE_T_CLEAN
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setname_np, pipe2 */
+#endif
 #include <Python.h>
 #include <structmember.h>
 
@@ -29,6 +32,7 @@
 
 #define READ_BYTES (64 * 1024)
 #define STACK_BYTES (256 * 1024)
+#define THREAD_NAME "signaltty-read"
 
 typedef struct {
     PyObject_HEAD
@@ -90,6 +94,12 @@ static void *
 run(void *arg)
 {
     Reader *r = (Reader *)arg;
+    /* named for `top -H`, `ps -L` and the tests (/proc/self/task/N/comm) */
+#if defined(__linux__)
+    pthread_setname_np(pthread_self(), THREAD_NAME);
+#elif defined(__APPLE__)
+    pthread_setname_np(THREAD_NAME);
+#endif
     for (;;) {
         size_t room, tail, first;
         ssize_t n;

@@ -35,7 +35,13 @@ async def _until(check: Callable[[], bool], within_s: float = 20.0) -> None:
 
 
 def _threads() -> int:
-    return len(os.listdir("/proc/self/task"))
+    """This process's reader threads (named by _reader.c), other threads not counted."""
+    count = 0
+    for task in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/self/task/{task}/comm") as f:
+                count += f.read().strip() == "signaltty-read"
+    return count
 
 
 def _runtime(argv: list[str], cols: int = 80, rows: int = 24) -> PaneRuntime:

@@ -44,7 +44,13 @@ def _is_open(fd: int) -> bool:
 
 
 def _threads() -> int:
-    return len(os.listdir("/proc/self/task"))
+    """This process's reader threads (named by _reader.c), other threads not counted."""
+    count = 0
+    for task in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/self/task/{task}/comm") as f:
+                count += f.read().strip() == "signaltty-read"
+    return count
 
 
 @contextlib.contextmanager
