@@ -9,9 +9,13 @@ core and a flood runs at ~0.4–0.6 of the raw reader's speed; read by a thread 
 never takes the GIL, they overlap with the screen's work and the loop takes the output in
 pieces of up to 64 KiB. Design and figures: docs/decisions.md, "Session 17".
 
+Off unless ``SIGNALTTY_READER_THREADS=1`` is set in the daemon's environment: on this
+project's 2-core machine it measured no gain in wall ÷ raw and up to a fifth more CPU on
+TUI floods (the thread, the program and the kernel's PTY worker share two cores), so the
+loop reads every pane by default; a machine with cores to spare can try it.
+
 ``_reader`` is compiled from ``_reader.c`` by the wheel's build hook (``hatch_build.py``).
-Without it, or with ``SIGNALTTY_PURE_PYTHON`` or ``SIGNALTTY_READER_THREADS=0`` set,
-:func:`open_reader` returns None and every pane is read on the loop, as before.
+Without it, or with ``SIGNALTTY_PURE_PYTHON`` set, :func:`open_reader` always returns None.
 """
 
 from __future__ import annotations
@@ -22,7 +26,14 @@ import weakref
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["BUFFER_BYTES", "MAX_THREADS", "BulkReader", "available", "open_reader"]
+__all__ = [
+    "BUFFER_BYTES",
+    "ENABLED",
+    "MAX_THREADS",
+    "BulkReader",
+    "available",
+    "open_reader",
+]
 
 # Bytes one thread holds before it stops reading (the program then waits on the PTY): what
 # the pump already applies at once after a child's exit (panes.py, _EXIT_DRAIN_BYTES).
@@ -57,10 +68,11 @@ class BulkReader(Protocol):
     def close(self) -> None: ...
 
 
+#: Whether panes printing in bulk get a thread (``SIGNALTTY_READER_THREADS=1``; see above).
+ENABLED = os.environ.get("SIGNALTTY_READER_THREADS", "") == "1"
+
 _Reader: Callable[[int, int], BulkReader] | None = None
-if not os.environ.get("SIGNALTTY_PURE_PYTHON") and os.environ.get(
-    "SIGNALTTY_READER_THREADS", "1"
-) not in ("0", ""):
+if not os.environ.get("SIGNALTTY_PURE_PYTHON"):
     with contextlib.suppress(ImportError):
         from signaltty.term._reader import Reader
 
@@ -70,16 +82,17 @@ _open: weakref.WeakSet[BulkReader] = weakref.WeakSet()
 
 
 def available() -> bool:
-    """True when the native module was built and is not switched off."""
+    """True when the native module was built (and ``SIGNALTTY_PURE_PYTHON`` is not set)."""
     return _Reader is not None
 
 
 def open_reader(master_fd: int) -> BulkReader | None:
-    """A running reader thread on ``master_fd`` (non-blocking), or None when the module is
-    missing or ``MAX_THREADS`` readers are open in this process. Raises OSError when the
+    """A running reader thread on ``master_fd`` (non-blocking), or None when threads are not
+    :data:`ENABLED`, the module is missing or ``MAX_THREADS`` readers are open in this
+    process. Raises OSError when the
     thread or its pipes cannot be made. The caller must ``close()`` it before closing the
     master: a closed descriptor's number can be reused by the next open."""
-    if _Reader is None or sum(1 for r in _open if not r.closed) >= MAX_THREADS:
+    if not ENABLED or _Reader is None or sum(1 for r in _open if not r.closed) >= MAX_THREADS:
         return None
     reader: BulkReader = _Reader(master_fd, BUFFER_BYTES)
     _open.add(reader)

@@ -27,6 +27,13 @@ needs_reader = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def _enabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The threads are off by default (term/reader_thread.py says why); these tests use
+    them, and one test hides the module to check the loop's own path."""
+    monkeypatch.setattr(reader_thread, "ENABLED", True)
+
+
 async def _until(check: Callable[[], bool], within_s: float = 20.0) -> None:
     deadline = time.monotonic() + within_s
     while not check():
@@ -38,9 +45,8 @@ def _threads() -> int:
     """This process's reader threads (named by _reader.c), other threads not counted."""
     count = 0
     for task in os.listdir("/proc/self/task"):
-        with contextlib.suppress(OSError):
-            with open(f"/proc/self/task/{task}/comm") as f:
-                count += f.read().strip() == "signaltty-read"
+        with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/comm") as f:
+            count += f.read().strip() == "signaltty-read"
     return count
 
 

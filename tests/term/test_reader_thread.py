@@ -24,15 +24,33 @@ needs_reader = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def _enabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The threads are off by default (reader_thread.py says why); these tests use them."""
+    monkeypatch.setattr(reader_thread, "ENABLED", True)
+
+
 def test_the_module_is_built_unless_switched_off() -> None:
     # tests/run.sh installs a compiler and builds it in place; only an explicit switch may
     # leave it out
-    if os.environ.get("SIGNALTTY_PURE_PYTHON") or os.environ.get("SIGNALTTY_READER_THREADS") in (
-        "0",
-        "",
-    ):
+    if os.environ.get("SIGNALTTY_PURE_PYTHON"):
         pytest.skip("switched off by the environment")
     assert reader_thread.available()
+
+
+def test_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader_thread, "ENABLED", False)
+    with _pty() as (master, _slave):
+        assert reader_thread.open_reader(master) is None
+    script = "from signaltty.term import reader_thread as r; print(r.ENABLED)"
+    for value, expected in (("1", "True"), ("0", "False"), ("", "False"), (None, "False")):
+        env = {k: v for k, v in os.environ.items() if k != "SIGNALTTY_READER_THREADS"}
+        if value is not None:
+            env["SIGNALTTY_READER_THREADS"] = value
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.strip() == expected
 
 
 def _is_open(fd: int) -> bool:
@@ -47,9 +65,8 @@ def _threads() -> int:
     """This process's reader threads (named by _reader.c), other threads not counted."""
     count = 0
     for task in os.listdir("/proc/self/task"):
-        with contextlib.suppress(OSError):
-            with open(f"/proc/self/task/{task}/comm") as f:
-                count += f.read().strip() == "signaltty-read"
+        with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/comm") as f:
+            count += f.read().strip() == "signaltty-read"
     return count
 
 
