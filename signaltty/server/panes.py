@@ -722,7 +722,7 @@ class PaneRuntime(TerminalReplies):
         drained = 0
         # also while paused for the screen (a flood's end): the exit must not overtake the
         # output before it; a pending reply or a handover keeps the order by holding off
-        limit = _EXIT_DRAIN_BYTES + reader_thread.BUFFER_BYTES
+        limit = _EXIT_DRAIN_BYTES + (reader_thread.BUFFER_BYTES if self._bulk_reader else 0)
         while (
             (self._reading or self._paused)
             and self._reply_job is None

@@ -94,11 +94,8 @@ static void *
 run(void *arg)
 {
     Reader *r = (Reader *)arg;
-    /* named for `top -H`, `ps -L` and the tests (/proc/self/task/N/comm) */
-#if defined(__linux__)
-    pthread_setname_np(pthread_self(), THREAD_NAME);
-#elif defined(__APPLE__)
-    pthread_setname_np(THREAD_NAME);
+#if defined(__APPLE__)
+    pthread_setname_np(THREAD_NAME); /* macOS names only the calling thread */
 #endif
     for (;;) {
         size_t room, tail, first;
@@ -277,6 +274,11 @@ Reader_init(Reader *r, PyObject *args, PyObject *kwds)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     rc = pthread_create(&r->thread, &attr, run, r);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+#if defined(__linux__)
+    /* named before this returns, for `top -H`, `ps -L` and the tests (/proc/self/task/N/comm) */
+    if (rc == 0)
+        pthread_setname_np(r->thread, THREAD_NAME);
+#endif
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         errno = rc;
