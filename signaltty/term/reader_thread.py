@@ -10,9 +10,10 @@ never takes the GIL, they overlap with the screen's work and the loop takes the 
 pieces of up to 64 KiB. Design and figures: docs/decisions.md, "Session 17".
 
 Off unless ``SIGNALTTY_READER_THREADS=1`` is set in the daemon's environment: on this
-project's 2-core machine it measured no gain in wall ÷ raw and up to a fifth more CPU on
-TUI floods (the thread, the program and the kernel's PTY worker share two cores), so the
-loop reads every pane by default; a machine with cores to spare can try it.
+project's 2-core machine it measured no gain in wall ÷ raw (the thread, the program and
+the kernel's PTY worker share two cores, and the loop keeps up with 4 KiB reads, so each
+one costs a wake-up), so the loop reads every pane by default; a machine with cores to
+spare can try it (docs/decisions.md, "Session 17").
 
 ``_reader`` is compiled from ``_reader.c`` by the wheel's build hook (``hatch_build.py``).
 Without it, or with ``SIGNALTTY_PURE_PYTHON`` set, :func:`open_reader` always returns None.
