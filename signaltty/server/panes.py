@@ -280,6 +280,11 @@ class PaneRuntime(TerminalReplies):
                 self._on_eof()
                 return -1
         self._process(data)
+        if reader is not None and self._bulk_reader is reader and not reader.running:
+            if not reader.pending:
+                # the wake pipe went quiet with the last byte: nothing would call again
+                self._end_bulk_reader()
+            return len(data)
         self._choose_reader(len(data))
         return len(data)
 

@@ -64,16 +64,19 @@ def _runtime(argv: list[str], cols: int = 80, rows: int = 24) -> PaneRuntime:
 
 
 class _Viewer:
-    """Collects every byte the pump delivers, in order."""
+    """Collects every byte the pump delivers, in order; ``delay_s`` makes it a slow one."""
 
-    def __init__(self) -> None:
+    def __init__(self, delay_s: float = 0.0) -> None:
         self.data = bytearray()
         self.offsets_ok = True
+        self.delay_s = delay_s
 
     def deliver_data(self, pane_id: str, data: bytes, output_offset: int) -> None:
         # output_offset is where the stream stands after this chunk
         self.offsets_ok &= output_offset == len(self.data) + len(data)
         self.data += data
+        if self.delay_s:
+            time.sleep(self.delay_s)  # the loop is held up: the thread's buffer fills
 
     def detached(self, pane_id: str) -> None:
         pass
@@ -246,3 +249,49 @@ async def test_a_thread_s_bytes_go_through_the_pump_before_a_handover() -> None:
         rt.close()
         rt.terminate(9)
         await rt.wait_exit(10)
+
+
+@needs_reader
+async def test_a_trickle_after_a_burst_reaches_the_pane_when_the_thread_is_halted() -> None:
+    # The burst starts a thread; the trickle after it keeps a few bytes in its buffer when the
+    # hold ends, so it is halted holding bytes. Taking the last of them quiets its wake pipe:
+    # the pump must go back to the master then, not wait for a wake-up that never comes
+    # (found by the attack pass: the pane's output stopped until the child exited).
+    script = (
+        "import os, time\n"
+        "os.write(1, b'B' * 65536)\n"
+        "for i in range(600):\n"
+        "    os.write(1, b'line %05d\\n' % i)\n"
+        "    time.sleep(0.002)\n"
+        "os.write(1, b'DONE-MARKER\\n')\n"
+        "time.sleep(30)\n"
+    )
+
+    async def once() -> None:
+        rt = _runtime([sys.executable, "-c", script])
+        viewer = _Viewer()
+        rt.viewers.add(viewer)
+        rt.set_watching(viewer, False)
+        try:
+            await _until(lambda: rt.reads_by_thread)
+            await asyncio.sleep(0.05)  # the burst is taken; the trickle goes on
+            # the hold's timer comes while the trickle's bytes wait in the thread's buffer
+            # (the loop held up): it halts the thread holding them
+            time.sleep(0.05)  # noqa: ASYNC251 - on purpose
+            reader = rt._bulk_reader
+            assert reader is not None
+            assert 0 < reader.pending < 2048
+            rt._direct_until = 0.0
+            rt._check_bulk()
+            assert not reader.running
+            assert rt.reads_by_thread  # its bytes are taken first
+            await _until(lambda: b"DONE-MARKER" in viewer.data, within_s=15)
+            numbers = [int(m) for m in re.findall(rb"line (\d{5})", bytes(viewer.data))]
+            assert numbers == list(range(600))
+        finally:
+            rt.close()
+            rt.terminate(9)
+            await rt.wait_exit(10)
+
+    for _ in range(3):
+        await once()
