@@ -13,7 +13,9 @@
  * other than EAGAIN/EINTR ends it; the wake pipe then stays readable until the owner has
  * taken the last byte, so an event loop watching it sees the end.
  *
- * One owner: every method is called from one Python thread (the daemon's event loop).
+ * One owner is the design (the daemon's event loop calls every method), but any number of
+ * Python threads may call them at once without harm: halt() joins once, close() frees only
+ * after the thread is joined, and nothing is read after close() but the closed flag.
  */
 #define PY_SSIZE_T_CLEAN
 #ifndef _GNU_SOURCE
@@ -46,10 +48,11 @@ typedef struct {
     int stopping;        /* the owner asked the thread to end */
     int finished;        /* the thread ended by itself (EOF or an error) */
     int end;             /* 0; -1 for EOF; else the errno that ended it */
-    int ready;           /* mu and space are initialised */
-    int started, joined, closed;
+    int ready;           /* mu, join_mu and space are initialised */
+    int started, joined, closing, closed;
     pthread_t thread;
     pthread_mutex_t mu;
+    pthread_mutex_t join_mu; /* held by the one halt() that joins */
     pthread_cond_t space;
     PyObject *weakrefs;
 } Reader;
@@ -179,26 +182,29 @@ close_fd(int *fd)
     }
 }
 
-/* Stop the thread and wait for it, without the GIL. */
+/* Stop the thread and wait for it, without the GIL. Several Python threads may call it at
+ * once: join_mu lets one of them join and the others wait for that. */
 static void
 halt(Reader *r)
 {
     if (!r->started || r->joined)
         return;
-    pthread_mutex_lock(&r->mu);
-    r->stopping = 1;
-    pthread_cond_signal(&r->space);
-    pthread_mutex_unlock(&r->mu);
-    {
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&r->join_mu);
+    if (!r->joined) {
         char b = 1;
         ssize_t n;
+        pthread_mutex_lock(&r->mu);
+        r->stopping = 1;
+        pthread_cond_signal(&r->space);
+        pthread_mutex_unlock(&r->mu);
         do {
             n = write(r->stop_w, &b, 1);
         } while (n < 0 && errno == EINTR);
+        pthread_join(r->thread, NULL);
+        r->joined = 1;
     }
-    r->joined = 1; /* set before the GIL is released: a second halt returns at once */
-    Py_BEGIN_ALLOW_THREADS
-    pthread_join(r->thread, NULL);
+    pthread_mutex_unlock(&r->join_mu);
     Py_END_ALLOW_THREADS
 }
 
@@ -207,7 +213,15 @@ release(Reader *r)
 {
     if (r->closed)
         return;
+    if (r->closing) { /* another close() frees; this one returns once the thread is gone */
+        halt(r);
+        return;
+    }
+    r->closing = 1;
     halt(r);
+    /* The GIL is held from here on: no other Python thread is inside take() or a getter,
+     * and they all check closed first. The mutexes live until dealloc, when no method can
+     * be running any more (a thread waiting in halt() still uses join_mu). */
     r->closed = 1;
     close_fd(&r->stop_r);
     close_fd(&r->stop_w);
@@ -217,11 +231,6 @@ release(Reader *r)
     PyMem_RawFree(r->chunk);
     r->ring = r->chunk = NULL;
     r->count = 0;
-    if (r->ready) {
-        pthread_cond_destroy(&r->space);
-        pthread_mutex_destroy(&r->mu);
-        r->ready = 0;
-    }
 }
 
 static int
@@ -265,6 +274,7 @@ Reader_init(Reader *r, PyObject *args, PyObject *kwds)
         return -1;
     }
     pthread_mutex_init(&r->mu, NULL);
+    pthread_mutex_init(&r->join_mu, NULL);
     pthread_cond_init(&r->space, NULL);
     r->ready = 1;
     /* The thread blocks every signal: they stay with the interpreter's main thread. */
@@ -306,6 +316,12 @@ Reader_dealloc(Reader *r)
     if (r->weakrefs != NULL)
         PyObject_ClearWeakRefs((PyObject *)r);
     release(r);
+    if (r->ready) {
+        pthread_cond_destroy(&r->space);
+        pthread_mutex_destroy(&r->join_mu);
+        pthread_mutex_destroy(&r->mu);
+        r->ready = 0;
+    }
     Py_TYPE(r)->tp_free((PyObject *)r);
 }
 
@@ -382,7 +398,7 @@ Reader_get_running(Reader *r, void *Py_UNUSED(closure))
     int running = 0;
     if (!r->closed && r->started && !r->joined) {
         pthread_mutex_lock(&r->mu);
-        running = !r->finished;
+        running = !r->finished && !r->stopping;
         pthread_mutex_unlock(&r->mu);
     }
     return PyBool_FromLong(running);

@@ -259,3 +259,56 @@ def test_a_descriptor_that_is_not_open_ends_the_thread_with_its_error() -> None:
             assert select.select([reader.wake_fd], [], [], 0)[0]
         finally:
             reader.close()
+
+
+@needs_reader
+def test_halt_and_close_from_several_threads_at_once_are_safe() -> None:
+    # One owner is the design, but a misuse must not free the buffer under a running thread
+    # (found by the attack pass: close() during another thread's halt() freed it mid-read).
+    with _pty() as (master, slave):
+        _raw(slave)
+        os.set_blocking(slave, False)
+        stop = threading.Event()
+
+        def flood() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(BlockingIOError):
+                    os.write(slave, b"x" * 4096)
+
+        writer = threading.Thread(target=flood)
+        writer.start()
+        try:
+            for _ in range(200):
+                reader = reader_thread.open_reader(master)
+                assert reader is not None
+                reader.take(1 << 16)
+                barrier = threading.Barrier(3)
+                left: list[int] = []
+
+                def halt(
+                    r: reader_thread.BulkReader = reader, b: threading.Barrier = barrier
+                ) -> None:
+                    b.wait()
+                    r.halt()
+
+                def close(
+                    r: reader_thread.BulkReader = reader,
+                    b: threading.Barrier = barrier,
+                    out: list[int] = left,
+                ) -> None:
+                    b.wait()
+                    r.close()
+                    out.append(_threads())  # close() returns only once the thread is gone
+
+                workers = [threading.Thread(target=f) for f in (halt, close, close)]
+                for w in workers:
+                    w.start()
+                for w in workers:
+                    w.join()
+                assert reader.closed
+                assert reader.take(10) == b""
+                assert left == [0, 0]
+                del reader
+        finally:
+            stop.set()
+            writer.join()
