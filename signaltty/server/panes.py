@@ -69,8 +69,9 @@ _BULK_HOLD_S = 0.25
 # at each of its steps (issue 12, bad input: 10⁴ OSC a second, bench/latency.py "osc").
 _DENSE_ITEMS = 32
 _DENSE_READ_BYTES = 1024
-# After the child exits, read what it left in the PTY, at most this much at once.
+# After the child exits, read what it left in the PTY, at most this much and this long.
 _EXIT_DRAIN_BYTES = 256 * 1024
+_EXIT_DRAIN_S = 0.05
 # A pane's OSC 9/99/777 notifications: this many at once, then this many a second; past it
 # the latest waits for a token and the ones it replaced are dropped (issue 12, "bad input":
 # 10⁴ OSC a second made a record, an id, an event and a snapshot change each, 45 % of a core).
@@ -569,11 +570,15 @@ class PaneRuntime(TerminalReplies):
     def settle_now(self) -> None:
         """Apply pending bytes synchronously (bounded by the reader's pause threshold),
         finishing a deferred cursor report first so that its held bytes are included."""
+        self._settle_reply()
+        while self.screen.pending:
+            self.screen.drain(SCREEN_SLICE_BYTES * 16)
+
+    def _settle_reply(self) -> None:
+        """Finish a deferred cursor report now (its held bytes are queued for the screen)."""
         job = self._reply_job
         if job is not None and job.deferred:
             self._advance_replies(job, None, None)
-        while self.screen.pending:
-            self.screen.drain(SCREEN_SLICE_BYTES * 16)
 
     def add_output_listener(self, fn: Callable[[bytes], None]) -> None:
         self._output_listeners.add(fn)
@@ -721,27 +726,9 @@ class PaneRuntime(TerminalReplies):
     # ---------------------------------------------------------------- exit
 
     def _on_child_exit(self, code: int | None) -> None:
-        # Output the child wrote right before exiting is processed before the exit.
         self._child_exited = True
         self._halt_bulk_reader()
-        drained = 0
-        # also while paused for the screen (a flood's end): the exit must not overtake the
-        # output before it; a pending reply or a handover keeps the order by holding off
-        limit = _EXIT_DRAIN_BYTES + (reader_thread.BUFFER_BYTES if self._bulk_reader else 0)
-        while (
-            (self._reading or self._paused)
-            and self._reply_job is None
-            and not self._handing_over
-            and not self.eof
-            and drained < limit
-        ):
-            try:
-                n = self._read_once()
-            except OSError:
-                break
-            if n <= 0:
-                break
-            drained += n
+        self._drain_at_exit()
         store = self.store
         # an attached viewer sees the exit: it is not news for later (issue 13 item 9)
         effects = rules.on_exit(
@@ -762,6 +749,35 @@ class PaneRuntime(TerminalReplies):
         for hook in self.on_exit_hooks:
             hook(self)
         store.bus.poke(self.pane.id)
+
+    def _drain_at_exit(self) -> None:
+        """Put what the child left in the PTY (and a halted thread's buffer) through the pump
+        before its exit is published: also while the reader is paused for the screen (a
+        flood's end) or a cursor report is deferred (finished first, so that its held bytes
+        go before the rest). Not during a handover, whose parsers must stay where they rest.
+        At most ``_EXIT_DRAIN_BYTES`` (plus a thread's buffer) and ``_EXIT_DRAIN_S``: output
+        dense with items costs ~2 µs a byte, and a grandchild may print on forever."""
+        limit = _EXIT_DRAIN_BYTES + (reader_thread.BUFFER_BYTES if self._bulk_reader else 0)
+        deadline = time.monotonic() + _EXIT_DRAIN_S
+        drained = 0
+        while (
+            self.proc is not None
+            and self.proc.master_fd >= 0
+            and not self._handing_over
+            and not self.eof
+            and not self.closed
+            and drained < limit
+            and time.monotonic() < deadline
+        ):
+            try:
+                self._settle_reply()
+                n = self._read_once(self._read_limit)
+            except Exception:  # noqa: BLE001 - the exit is applied whatever the output did
+                log.exception("pump.exit_drain_failed", pane_id=self.pane.id)
+                break
+            if n <= 0:
+                break
+            drained += n
 
     async def wait_exit(self, within_s: float) -> bool:
         """Wait up to ``within_s`` seconds for the child to be reaped; True if it was."""
@@ -843,8 +859,10 @@ class PaneRuntime(TerminalReplies):
         if self._bulk_reader is not None:
             # the thread's bytes belong to this daemon's screen, not the next one's
             self._halt_bulk_reader()
-            while self._bulk_reader is not None and self._read_once() >= 0:
-                pass
+            while self._bulk_reader is not None:
+                self._settle_reply()  # a deferred report's held bytes go first
+                if self._read_once() < 0:
+                    break
         self.settle_now()
         deadline = time.monotonic() + within_s
         while not self._at_ground():

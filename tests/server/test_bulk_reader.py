@@ -295,3 +295,64 @@ async def test_a_trickle_after_a_burst_reaches_the_pane_when_the_thread_is_halte
 
     for _ in range(3):
         await once()
+
+
+# ---------------------------------------------------------------- the exit's drain (attack pass)
+
+# A scroll-heavy flood, a cursor query nobody answers, then a program status report and a
+# marker, and the exit: the query's reply is deferred while the screen catches up.
+_QUERY_THEN_EXIT = r"""
+import os, time, tty
+tty.setraw(0)
+os.write(1, b"x\n" * 32000 + b"\x1b[6n")
+time.sleep(0.05)
+os.write(1, b"\x1b]7501;state=blocked:kind=permission:msg=Allow?\x1b\\FINAL-MARKER\r\n")
+"""
+
+
+@pytest.mark.parametrize("threads", ["thread", "loop"])
+async def test_an_exit_while_a_cursor_report_is_deferred_comes_after_the_last_output(
+    threads: str,
+) -> None:
+    if threads == "thread" and not reader_thread.available():
+        pytest.skip("the reader thread module is not built")
+    with _no_reader_threads(threads == "loop"):
+        rt = _runtime([sys.executable, "-c", _QUERY_THEN_EXIT])
+        at_exit: dict[str, object] = {}
+
+        def hook(rt: PaneRuntime) -> None:
+            rt.settle_now()
+            at_exit["offset"] = rt.output_offset
+            at_exit["final"] = any("FINAL-MARKER" in r for r in rt.screen.peek_rows())
+
+        rt.on_exit_hooks.append(hook)
+        try:
+            await _until(lambda: bool(at_exit))
+            await asyncio.sleep(0.5)
+            rt.settle_now()
+            # everything was read before the exit, and nothing came after it: the exited
+            # pane is not turned back into one waiting for a permission
+            assert at_exit == {"offset": rt.output_offset, "final": True}
+            assert not rt.pane.live
+            assert rt.pane.program_status is None or rt.pane.lifecycle != "blocked"
+        finally:
+            rt.close()
+            rt.terminate(9)
+            await rt.wait_exit(10)
+
+
+async def test_a_fault_while_draining_at_exit_still_applies_the_exit() -> None:
+    rt = _runtime([sys.executable, "-c", "import os, time\ntime.sleep(0.3)\nos.write(1, b'bye')\n"])
+    rt._paused = True  # the last output is still in the PTY at the exit
+    rt._stop_reading()
+
+    def listener(data: bytes) -> None:
+        raise RuntimeError("a listener's bug")
+
+    rt.add_output_listener(listener)
+    try:
+        assert await rt.wait_exit(10)
+        await asyncio.sleep(0.1)
+        assert not rt.pane.live
+    finally:
+        rt.close()
