@@ -51,6 +51,7 @@ from signaltty.term.screen import PyteScreen, VirtualScreen
 
 if TYPE_CHECKING:
     from signaltty.server.store import Store
+    from signaltty.term._reader import Reader as BulkReader
 
 log = structlog.get_logger("signaltty.panes")
 
@@ -114,7 +115,7 @@ class PaneRuntime(TerminalReplies):
         self._batched = False
         self._direct_until = 0.0  # bulk output: read directly until then (monotonic s)
         # bulk output: a thread reads the master and the loop takes from it (reader_thread)
-        self._bulk_reader: reader_thread.BulkReader | None = None
+        self._bulk_reader: BulkReader | None = None
         self._bulk_timer: asyncio.TimerHandle | None = None
         self._child_exited = False
         self._paused = False

@@ -1,6 +1,15 @@
 # Types of the C module built from _reader.c (see reader_thread.py).
 
 class Reader:
+    """One thread reading one PTY master into a ring buffer of ``capacity`` bytes.
+
+    ``take(limit)`` returns at most ``limit`` buffered bytes, oldest first (``b""`` if none);
+    ``halt()`` stops the thread and waits for it (buffered bytes stay for ``take``);
+    ``close()`` halts and drops them (the master stays open). ``wake_fd`` is readable while
+    bytes are buffered or the thread ended by itself; ``end`` is 0, -1 after EOF, or the
+    errno that ended it (EIO: the terminal side was closed).
+    """
+
     def __init__(self, fd: int, capacity: int) -> None: ...
     @property
     def pending(self) -> int: ...

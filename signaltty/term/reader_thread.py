@@ -25,16 +25,13 @@ import contextlib
 import os
 import weakref
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "BUFFER_BYTES",
-    "ENABLED",
-    "MAX_THREADS",
-    "BulkReader",
-    "available",
-    "open_reader",
-]
+if TYPE_CHECKING:
+    # one thread reading one master into a ring buffer: its methods in _reader.pyi
+    from signaltty.term._reader import Reader as BulkReader
+
+__all__ = ["BUFFER_BYTES", "ENABLED", "MAX_THREADS", "available", "open_reader"]
 
 # Bytes one thread holds before it stops reading (the program then waits on the PTY): what
 # the pump already applies at once after a child's exit (panes.py, _EXIT_DRAIN_BYTES).
@@ -42,31 +39,6 @@ BUFFER_BYTES = 256 * 1024
 # Threads at once in one process: two cores' worth of floods and some; further flooding
 # panes are read on the loop.
 MAX_THREADS = 4
-
-
-class BulkReader(Protocol):
-    """The C type ``_reader.Reader``: one thread reading one master into a ring buffer.
-
-    ``take(limit)`` returns at most ``limit`` buffered bytes, oldest first (``b""`` if none);
-    ``halt()`` stops the thread and waits for it (buffered bytes stay for ``take``);
-    ``close()`` halts and drops them (the master stays open). ``wake_fd`` is readable while
-    bytes are buffered or the thread ended by itself; ``end`` is 0, -1 after EOF, or the
-    errno that ended it (EIO: the terminal side was closed).
-    """
-
-    @property
-    def pending(self) -> int: ...
-    @property
-    def running(self) -> bool: ...
-    @property
-    def end(self) -> int: ...
-    @property
-    def wake_fd(self) -> int: ...
-    @property
-    def closed(self) -> bool: ...
-    def take(self, limit: int, /) -> bytes: ...
-    def halt(self) -> None: ...
-    def close(self) -> None: ...
 
 
 #: Whether panes printing in bulk get a thread (``SIGNALTTY_READER_THREADS=1``; see above).

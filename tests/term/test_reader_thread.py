@@ -14,10 +14,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from signaltty.term import reader_thread
+
+if TYPE_CHECKING:
+    from signaltty.term._reader import Reader
 
 needs_reader = pytest.mark.skipif(
     not reader_thread.available(), reason="the reader thread module is not built"
@@ -90,7 +94,7 @@ def _raw(slave: int) -> None:
     tty.setraw(slave, termios.TCSANOW)
 
 
-def _take_all(reader: reader_thread.BulkReader, rng: random.Random, within_s: float) -> bytes:
+def _take_all(reader: Reader, rng: random.Random, within_s: float) -> bytes:
     """Take until the thread ended and its buffer is empty, in random limits."""
     got = bytearray()
     deadline = time.monotonic() + within_s
@@ -285,14 +289,12 @@ def test_halt_and_close_from_several_threads_at_once_are_safe() -> None:
                 barrier = threading.Barrier(3)
                 left: list[int] = []
 
-                def halt(
-                    r: reader_thread.BulkReader = reader, b: threading.Barrier = barrier
-                ) -> None:
+                def halt(r: Reader = reader, b: threading.Barrier = barrier) -> None:
                     b.wait()
                     r.halt()
 
                 def close(
-                    r: reader_thread.BulkReader = reader,
+                    r: Reader = reader,
                     b: threading.Barrier = barrier,
                     out: list[int] = left,
                 ) -> None:
