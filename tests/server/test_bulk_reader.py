@@ -10,7 +10,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from signaltty.server.panes import PaneRuntime
 from signaltty.server.store import Store
 from signaltty.term import pty as ptymod
 from signaltty.term import reader_thread
+from tests.term.test_reader_thread import reader_threads as _threads
 
 needs_reader = pytest.mark.skipif(
     not reader_thread.available(), reason="the reader thread module is not built"
@@ -39,15 +40,6 @@ async def _until(check: Callable[[], bool], within_s: float = 20.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.005)
-
-
-def _threads() -> int:
-    """This process's reader threads (named by _reader.c), other threads not counted."""
-    count = 0
-    for task in os.listdir("/proc/self/task"):
-        with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/comm") as f:
-            count += f.read().strip() == "signaltty-read"
-    return count
 
 
 def _runtime(argv: list[str], cols: int = 80, rows: int = 24) -> PaneRuntime:
@@ -80,6 +72,22 @@ class _Viewer:
 
     def detached(self, pane_id: str) -> None:
         pass
+
+
+@contextlib.asynccontextmanager
+async def _followed(script: str) -> AsyncIterator[tuple[PaneRuntime, _Viewer]]:
+    """A pane running ``python -c script`` followed by a passive viewer; the child is killed
+    and reaped afterwards."""
+    rt = _runtime([sys.executable, "-c", script])
+    viewer = _Viewer()
+    rt.viewers.add(viewer)
+    rt.set_watching(viewer, False)
+    try:
+        yield rt, viewer
+    finally:
+        rt.close()
+        rt.terminate(9)
+        await rt.wait_exit(10)
 
 
 @contextlib.contextmanager
@@ -225,11 +233,7 @@ async def test_a_thread_s_bytes_go_through_the_pump_before_a_handover() -> None:
         "".join(f"{i:06d}" + "w" * 64 + "\r\n" for i in range(20000)) + "END\x1b[31mtail"
     ).encode()
     before = _threads()
-    rt = _runtime([sys.executable, "-c", script])
-    viewer = _Viewer()
-    rt.viewers.add(viewer)
-    rt.set_watching(viewer, False)
-    try:
+    async with _followed(script) as (rt, viewer):
         await _until(lambda: rt.reads_by_thread)
         time.sleep(0.3)  # noqa: ASYNC251 - the loop is held up on purpose; the thread reads on
         assert rt._bulk_reader is not None
@@ -245,10 +249,6 @@ async def test_a_thread_s_bytes_go_through_the_pump_before_a_handover() -> None:
         assert bytes(viewer.data) == expected
         rt.settle_now()
         assert any(r.startswith("ENDtail") for r in rt.screen.peek_rows())
-    finally:
-        rt.close()
-        rt.terminate(9)
-        await rt.wait_exit(10)
 
 
 @needs_reader
@@ -268,11 +268,7 @@ async def test_a_trickle_after_a_burst_reaches_the_pane_when_the_thread_is_halte
     )
 
     async def once() -> None:
-        rt = _runtime([sys.executable, "-c", script])
-        viewer = _Viewer()
-        rt.viewers.add(viewer)
-        rt.set_watching(viewer, False)
-        try:
+        async with _followed(script) as (rt, viewer):
             await _until(lambda: rt.reads_by_thread)
             await asyncio.sleep(0.05)  # the burst is taken; the trickle goes on
             # the hold's timer comes while the trickle's bytes wait in the thread's buffer
@@ -288,10 +284,6 @@ async def test_a_trickle_after_a_burst_reaches_the_pane_when_the_thread_is_halte
             await _until(lambda: b"DONE-MARKER" in viewer.data, within_s=15)
             numbers = [int(m) for m in re.findall(rb"line (\d{5})", bytes(viewer.data))]
             assert numbers == list(range(600))
-        finally:
-            rt.close()
-            rt.terminate(9)
-            await rt.wait_exit(10)
 
     for _ in range(3):
         await once()

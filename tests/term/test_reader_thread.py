@@ -65,7 +65,7 @@ def _is_open(fd: int) -> bool:
     return True
 
 
-def _threads() -> int:
+def reader_threads() -> int:
     """This process's reader threads (named by _reader.c), other threads not counted."""
     count = 0
     for task in os.listdir("/proc/self/task"):
@@ -174,10 +174,10 @@ def test_the_buffer_is_bounded_and_the_writer_waits_on_the_pty() -> None:
 def test_halt_keeps_what_was_read_and_close_drops_it_and_ends_the_thread() -> None:
     with _pty() as (master, slave):
         _raw(slave)
-        before = _threads()
+        before = reader_threads()
         reader = reader_thread.open_reader(master)
         assert reader is not None
-        assert _threads() == before + 1
+        assert reader_threads() == before + 1
         os.write(slave, b"abc" * 1000)
         deadline = time.monotonic() + 5
         while reader.pending < 3000:
@@ -185,7 +185,7 @@ def test_halt_keeps_what_was_read_and_close_drops_it_and_ends_the_thread() -> No
             time.sleep(0.005)
         reader.halt()
         reader.halt()
-        assert _threads() == before
+        assert reader_threads() == before
         assert not reader.running
         assert reader.end == 0
         os.write(slave, b"after")  # not the thread's any more: stays in the PTY
@@ -207,16 +207,16 @@ def test_halt_keeps_what_was_read_and_close_drops_it_and_ends_the_thread() -> No
 @needs_reader
 def test_a_dropped_reader_takes_its_thread_with_it_and_the_count_is_bounded() -> None:
     with _pty() as (master, _slave):
-        before = _threads()
+        before = reader_threads()
         readers = [reader_thread.open_reader(master) for _ in range(reader_thread.MAX_THREADS)]
         assert all(r is not None for r in readers)
         assert reader_thread.open_reader(master) is None  # the bound
-        assert _threads() == before + reader_thread.MAX_THREADS
+        assert reader_threads() == before + reader_thread.MAX_THREADS
         readers.pop().close()  # type: ignore[union-attr]
         spare = reader_thread.open_reader(master)
         assert spare is not None
         del spare, readers  # not closed: freed, and the thread with them
-        assert _threads() == before
+        assert reader_threads() == before
         assert reader_thread.open_reader(master) is not None  # the bound counts live ones
 
 
@@ -300,7 +300,7 @@ def test_halt_and_close_from_several_threads_at_once_are_safe() -> None:
                 ) -> None:
                     b.wait()
                     r.close()
-                    out.append(_threads())  # close() returns only once the thread is gone
+                    out.append(reader_threads())  # close() returns only once the thread is gone
 
                 workers = [threading.Thread(target=f) for f in (halt, close, close)]
                 for w in workers:
