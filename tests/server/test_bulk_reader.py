@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 
 from signaltty.core.model import Pane
+from signaltty.server import term_replies
 from signaltty.server.bus import Bus
 from signaltty.server.panes import PaneRuntime
 from signaltty.server.store import Store
 from signaltty.term import pty as ptymod
 from signaltty.term import reader_thread
+from signaltty.term.screen import PyteScreen
 from tests.term.test_reader_thread import reader_threads as _threads
 
 needs_reader = pytest.mark.skipif(
@@ -348,3 +350,46 @@ async def test_a_fault_while_draining_at_exit_still_applies_the_exit() -> None:
         assert not rt.pane.live
     finally:
         rt.close()
+
+
+_QUERY_AFTER_TUI = r"""
+import os, time, tty
+tty.setraw(0)
+os.write(1, b"".join(
+    b"\x1b[%d;1H\x1b[3%dmBEFORE %06d row %02d " % (y + 1, y % 8, f, y) + b"q" * 50 + b"\x1b[0m\x1b[K"
+    for f in range(150) for y in range(24)) + b"\x1b[24;1H\r\n")
+os.write(1, b"\x1b[6n" + b"".join(b"HELD %06d\r\n" % i for i in range(200)))
+os.write(1, b"".join(b"AFTER %06d %s\r\n" % (i, b"w" * 50) for i in range(3000)))
+time.sleep(30)
+"""
+
+
+@needs_reader
+async def test_a_handover_puts_a_deferred_report_s_held_bytes_before_the_thread_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A colour TUI flood puts the screen behind, so the cursor query's reply is deferred and
+    # the rest of its read is held; the thread reads on meanwhile. The handover's pause must
+    # put the held bytes on the screen before the thread's (found by the attack pass).
+    monkeypatch.setattr(term_replies, "_CURSOR_SYNC_BYTES", 0)  # any backlog defers it
+    rt = _runtime([sys.executable, "-c", _QUERY_AFTER_TUI])
+    seen = bytearray()
+    rt.add_output_listener(seen.extend)  # no viewer: the daemon answers the query itself
+    try:
+        deadline = time.monotonic() + 30
+        while rt._reply_job is None or not rt._reply_job.deferred:
+            assert time.monotonic() < deadline, "the reply was never deferred"
+            await asyncio.sleep(0)  # one loop turn: the deferred part takes only a few
+        assert rt.reads_by_thread
+        time.sleep(0.2)  # noqa: ASYNC251 - the loop held up: the thread buffers what follows
+        rt.pause_for_handover(2.0)
+        rt.settle_now()
+        reference = PyteScreen(80, 24)
+        reference.feed(bytes(seen))
+        while reference.pending:
+            reference.drain(1 << 20)
+        assert rt.screen.peek_rows() == reference.peek_rows()
+    finally:
+        rt.close()
+        rt.terminate(9)
+        await rt.wait_exit(10)
