@@ -31,6 +31,7 @@ Design notes:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import unquote
@@ -43,7 +44,6 @@ from signaltty.core.limits import (
 )
 from signaltty.core.sanitize import sanitize_text
 from signaltty.term.progress import ProgressState, parse_progress
-from signaltty.term.screen.native import loud as _LOUD
 
 NotifySource = Literal["osc9", "osc99", "osc777"]
 
@@ -215,6 +215,15 @@ _CSI_QUERIES: Final = {
 }
 
 
+def _native_loud() -> Callable[[bytes], bool] | None:
+    """The quiet check's native form (``loud`` in screen/_native.c), or None. Imported when
+    a scanner is made, not with this module: the screen package brings pyte, which the
+    light importers of this module must not pay for (tests/test_imports.py)."""
+    from signaltty.term.screen.native import loud
+
+    return loud
+
+
 class OscScanner:
     """Incremental scanner over a pane's raw PTY output.
 
@@ -244,6 +253,7 @@ class OscScanner:
         self._offset = 0
         self._buf = bytearray()
         self._titles: dict[bytes, str] = {}
+        self._loud = _native_loud()
         self.reset()
 
     @property
@@ -362,8 +372,7 @@ class OscScanner:
         self._osc_payload(chunk[start:stop], terminator, base + end, items)
         return end
 
-    @staticmethod
-    def _skip_quiet(chunk: bytes, i: int) -> int:
+    def _skip_quiet(self, chunk: bytes, i: int) -> int:
         """Index of the last ESC if ``chunk[i:]`` (ground state at ``i``) is quiet, else ``i``.
 
         The whole chunk is checked: what comes before ``i`` can only add pairs, so the
@@ -372,8 +381,9 @@ class OscScanner:
         last = chunk.rfind(b"\x1b")
         if last <= i:
             return i
-        if _LOUD is not None:  # the same check in one native pass (a third of the time)
-            return i if _LOUD(chunk) else last
+        loud = self._loud
+        if loud is not None:  # the same check in one native pass (a third of the time)
+            return i if loud(chunk) else last
         if b"\x07" not in chunk and b"\x01\x02" not in chunk.translate(_QUIET_TABLE, _QUIET_DELETE):
             return last
         return i

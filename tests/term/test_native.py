@@ -427,7 +427,7 @@ def test_loud_every_byte_pair_and_the_daemon_uses_it() -> None:
     with pytest.raises(TypeError):
         _native.loud("text")  # type: ignore[arg-type]
     expected = None if os.environ.get("SIGNALTTY_PURE_PYTHON") else _native.loud
-    assert osc_mod._LOUD is expected
+    assert osc_mod.OscScanner()._loud is expected
 
 
 class _Str(str):
