@@ -229,7 +229,7 @@ class PaneRuntime(TerminalReplies):
         now = time.monotonic()
         if size >= _BULK_READ:
             self._direct_until = now + _BULK_HOLD_S
-            if self._bulk_reader is None:
+            if self._bulk_reader is None and reader_thread.ENABLED:  # off: no call per read
                 self._begin_bulk_reader()
         if self._bulk_reader is not None:
             return
