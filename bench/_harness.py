@@ -28,6 +28,9 @@ MB = 1_000_000  # all MB figures of the benchmarks are 10^6 bytes
 
 # Environment variables of the caller that would change how the private daemon behaves.
 _DROP_ENV = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "TMUX")
+# The daemon's engine switches, passed on so that a run can compare them (every other
+# SIGNALTTY_* variable of the caller's is dropped: the bench daemon is private).
+KEEP_ENV = ("SIGNALTTY_READER_THREADS", "SIGNALTTY_PURE_PYTHON")
 
 
 def log(msg: str) -> None:
@@ -129,6 +132,7 @@ def machine_info() -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
         "code": code_version(),
+        "engine_env": {k: os.environ[k] for k in KEEP_ENV if k in os.environ},
     }
 
 
@@ -207,7 +211,7 @@ class BenchDaemon:
         env = {
             k: v
             for k, v in os.environ.items()
-            if k not in _DROP_ENV and not k.startswith("SIGNALTTY_")
+            if k not in _DROP_ENV and (k in KEEP_ENV or not k.startswith("SIGNALTTY_"))
         }
         env.update(
             SIGNALTTY_SOCKET=self.sock,

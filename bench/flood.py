@@ -584,7 +584,12 @@ def main(argv: list[str] | None = None) -> int:
                         f"flood-{kind}.{'svg' if args.profile_svg else 'txt'}",
                     )
                 st = signaltty_run(
-                    d, ws_id, path, end_marker(kind, args.seed), args.timeout, prof,
+                    d,
+                    ws_id,
+                    path,
+                    end_marker(kind, args.seed),
+                    args.timeout,
+                    prof,
                     args.profile_native,
                 )
                 if prof:
@@ -666,7 +671,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     h.print_table(
         f"flood: {size_mb:g} MB per kind, {report['machine']['cpus']} cpus, "
-        f"{report['machine']['date']}",
+        f"{report['machine']['date']}"
+        + "".join(f", {k}={v}" for k, v in report["machine"]["engine_env"].items()),
         [
             "kind",
             "MB",

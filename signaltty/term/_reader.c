@@ -6,8 +6,9 @@
  * another, and the loop takes the output in large pieces. Design: docs/decisions.md,
  * "Session 16" and "Session 17"; the Python side is signaltty/term/reader_thread.py.
  *
- * The thread never touches Python objects. It polls the master and a stop pipe, reads at most
- * READ_BYTES at a time, appends to a ring buffer under a mutex and writes one byte to the wake
+ * The thread never touches Python objects. It reads the master (non-blocking) straight into
+ * the free part of a ring buffer, at most READ_BYTES at a time, polls the master and a stop
+ * pipe only when nothing waits, counts what it read under a mutex and writes one byte to the wake
  * pipe when the buffer goes from empty to not empty. With the buffer full it waits (the
  * program is then slowed by the PTY, as when nobody reads). A read of 0 bytes or an error
  * other than EAGAIN/EINTR ends it; the wake pipe then stays readable until the owner has
@@ -42,7 +43,6 @@ typedef struct {
     int stop_r, stop_w;  /* the owner writes to stop_w to end a poll */
     int wake_r, wake_w;  /* readable while bytes wait (or the thread ended) */
     char *ring;
-    char *chunk;         /* the thread's read buffer */
     size_t cap, head, count;
     int woken;           /* a byte sits in the wake pipe */
     int stopping;        /* the owner asked the thread to end */
@@ -101,7 +101,7 @@ run(void *arg)
     pthread_setname_np(THREAD_NAME); /* macOS names only the calling thread */
 #endif
     for (;;) {
-        size_t room, tail, first;
+        size_t room, tail;
         ssize_t n;
         struct pollfd fds[2];
 
@@ -112,11 +112,36 @@ run(void *arg)
             pthread_mutex_unlock(&r->mu);
             return NULL;
         }
+        tail = (r->head + r->count) % r->cap;
         room = r->cap - r->count;
         pthread_mutex_unlock(&r->mu);
+        if (room > r->cap - tail)
+            room = r->cap - tail; /* the free space up to the ring's end, read in place */
         if (room > READ_BYTES)
             room = READ_BYTES;
 
+        /* Only this thread appends and the owner only takes from the head, so the free
+         * space [tail, tail + room) stays free until count grows below. The master is
+         * non-blocking: read first, and poll only when nothing waits (in a flood the next
+         * 4 KiB are usually there, and a poll per read costs a system call each time). */
+        n = read(r->fd, r->ring + tail, room);
+        if (n > 0) {
+            pthread_mutex_lock(&r->mu);
+            r->count += (size_t)n;
+            wake(r);
+            pthread_mutex_unlock(&r->mu);
+            continue;
+        }
+        if (n == 0) {
+            finish(r, -1);
+            return NULL;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            finish(r, errno);
+            return NULL;
+        }
         fds[0].fd = r->fd;
         fds[0].events = POLLIN;
         fds[0].revents = 0;
@@ -135,30 +160,6 @@ run(void *arg)
             finish(r, EBADF);
             return NULL;
         }
-        if (!fds[0].revents)
-            continue;
-        n = read(r->fd, r->chunk, room);
-        if (n == 0) {
-            finish(r, -1);
-            return NULL;
-        }
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-                continue;
-            finish(r, errno);
-            return NULL;
-        }
-        /* Only this thread adds, so the room seen above is still there. */
-        pthread_mutex_lock(&r->mu);
-        tail = (r->head + r->count) % r->cap;
-        first = r->cap - tail;
-        if (first > (size_t)n)
-            first = (size_t)n;
-        memcpy(r->ring + tail, r->chunk, first);
-        memcpy(r->ring, r->chunk + first, (size_t)n - first);
-        r->count += (size_t)n;
-        wake(r);
-        pthread_mutex_unlock(&r->mu);
     }
 }
 
@@ -228,8 +229,7 @@ release(Reader *r)
     close_fd(&r->wake_r);
     close_fd(&r->wake_w);
     PyMem_RawFree(r->ring);
-    PyMem_RawFree(r->chunk);
-    r->ring = r->chunk = NULL;
+    r->ring = NULL;
     r->count = 0;
 }
 
@@ -260,11 +260,7 @@ Reader_init(Reader *r, PyObject *args, PyObject *kwds)
     r->fd = fd;
     r->cap = (size_t)capacity;
     r->ring = PyMem_RawMalloc(r->cap);
-    r->chunk = PyMem_RawMalloc(READ_BYTES);
-    if (r->ring == NULL || r->chunk == NULL) {
-        PyMem_RawFree(r->ring);
-        PyMem_RawFree(r->chunk);
-        r->ring = r->chunk = NULL;
+    if (r->ring == NULL) {
         PyErr_NoMemory();
         return -1;
     }

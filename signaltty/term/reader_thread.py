@@ -9,11 +9,11 @@ core and a flood runs at ~0.4–0.6 of the raw reader's speed; read by a thread 
 never takes the GIL, they overlap with the screen's work and the loop takes the output in
 pieces of up to 64 KiB. Design and figures: docs/decisions.md, "Session 17".
 
-Off unless ``SIGNALTTY_READER_THREADS=1`` is set in the daemon's environment: on this
-project's 2-core machine it measured no gain in wall ÷ raw (the thread, the program and
-the kernel's PTY worker share two cores, and the loop keeps up with 4 KiB reads, so each
-one costs a wake-up), so the loop reads every pane by default; a machine with cores to
-spare can try it (docs/decisions.md, "Session 17").
+On unless ``SIGNALTTY_READER_THREADS=0`` is set in the daemon's environment. Session 17
+measured no gain and left it off, but that A/B never had the thread on (the bench daemon's
+environment dropped the variable); measured again in session 18, with the thread reading
+first and polling only when nothing waits, it runs floods of plain text 1.5× and repainting
+TUIs 1.2× as fast on this 2-core machine (docs/decisions.md, "Session 18").
 
 ``_reader`` is compiled from ``_reader.c`` by the wheel's build hook (``hatch_build.py``).
 Without it, or with ``SIGNALTTY_PURE_PYTHON`` set, :func:`open_reader` always returns None.
@@ -41,8 +41,8 @@ BUFFER_BYTES = 256 * 1024
 MAX_THREADS = 4
 
 
-#: Whether panes printing in bulk get a thread (``SIGNALTTY_READER_THREADS=1``; see above).
-ENABLED = os.environ.get("SIGNALTTY_READER_THREADS", "") == "1"
+#: Whether panes printing in bulk get a thread (not with ``SIGNALTTY_READER_THREADS=0``; see above).
+ENABLED = os.environ.get("SIGNALTTY_READER_THREADS", "") != "0"
 
 _Reader: Callable[[int, int], BulkReader] | None = None
 if not os.environ.get("SIGNALTTY_PURE_PYTHON"):

@@ -42,12 +42,12 @@ def test_the_module_is_built_unless_switched_off() -> None:
     assert reader_thread.available()
 
 
-def test_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_unless_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reader_thread, "ENABLED", False)
     with _pty() as (master, _slave):
         assert reader_thread.open_reader(master) is None
     script = "from signaltty.term import reader_thread as r; print(r.ENABLED)"
-    for value, expected in (("1", "True"), ("0", "False"), ("", "False"), (None, "False")):
+    for value, expected in (("1", "True"), ("0", "False"), ("", "True"), (None, "True")):
         env = {k: v for k, v in os.environ.items() if k != "SIGNALTTY_READER_THREADS"}
         if value is not None:
             env["SIGNALTTY_READER_THREADS"] = value

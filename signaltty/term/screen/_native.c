@@ -440,33 +440,54 @@ is_narrow(Py_UCS4 c)
 #define EVENT_OP 12
 
 
-/* A paint at i: runs of characters accepted by `ok` and SGR sequences, as many as there are.
- * Returns its end (== i if empty); *width gets the characters drawn, *last_at the index of
- * the last one (-1 if none); *odd is set if a printable character outside `ok` stopped it. */
+/* A paint at i: runs of plain characters (narrow ones only if `narrow_only`) and SGR
+ * sequences, as many as there are. Returns its end (== i if empty); *width gets the
+ * characters drawn, *last_at the index of the last one (-1 if none) and *odd 1 if one of them
+ * is not narrow (never with `narrow_only`, which stops there). One loop per storage kind, as
+ * in plain_end. */
+#define PAINT_LOOP(T)                                                                         \
+    do {                                                                                      \
+        const T *s_ = (const T *)data;                                                        \
+        while (i < n) {                                                                       \
+            Py_UCS4 c = s_[i];                                                                \
+            if (c == ESC) {                                                                   \
+                end = sgr_end(kind, data, n, i);                                              \
+                if (end < 0)                                                                  \
+                    break;                                                                    \
+                i = end;                                                                      \
+                continue;                                                                     \
+            }                                                                                 \
+            if (!is_plain(c))                                                                 \
+                break;                                                                        \
+            if (!is_narrow(c)) {                                                              \
+                if (narrow_only)                                                              \
+                    break;                                                                    \
+                wide = 1;                                                                     \
+            }                                                                                 \
+            at = i;                                                                           \
+            w++;                                                                              \
+            i++;                                                                              \
+        }                                                                                     \
+    } while (0)
+
 static Py_ssize_t
 paint_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t i, int narrow_only,
-          Py_ssize_t *width, Py_ssize_t *last_at)
+          Py_ssize_t *width, Py_ssize_t *last_at, int *odd)
 {
     Py_ssize_t w = 0, at = -1, end;
-    while (i < n) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c == ESC) {
-            end = sgr_end(kind, data, n, i);
-            if (end < 0)
-                break;
-            i = end;
-            continue;
-        }
-        if (narrow_only ? !is_narrow(c) : !is_plain(c))
-            break;
-        at = i;
-        w++;
-        i++;
-    }
+    int wide = 0;
+    if (kind == PyUnicode_1BYTE_KIND)
+        PAINT_LOOP(Py_UCS1);
+    else if (kind == PyUnicode_2BYTE_KIND)
+        PAINT_LOOP(Py_UCS2);
+    else
+        PAINT_LOOP(Py_UCS4);
     *width = w;
     *last_at = at;
+    *odd = wide;
     return i;
 }
+#undef PAINT_LOOP
 
 static int
 append_new(PyObject *list, PyObject *item)
@@ -502,26 +523,22 @@ ints4(Py_ssize_t a, Py_ssize_t b, Py_ssize_t c, Py_ssize_t d)
 static PyObject *
 write_tuple(Py_ssize_t start, Py_ssize_t end, Py_ssize_t x, Py_ssize_t y, PyObject *last)
 {
-    PyObject *t = ints4(start, end, WRITE, x), *yy, *full;
+    PyObject *t = PyTuple_New(6);
+    Py_ssize_t v[5] = {start, end, WRITE, x, y};
+    int k;
     if (t == NULL)
         return NULL;
-    yy = PyLong_FromSsize_t(y);
-    full = yy == NULL ? NULL : PyTuple_New(6);
-    if (full == NULL) {
-        Py_DECREF(t);
-        Py_XDECREF(yy);
-        return NULL;
+    for (k = 0; k < 5; k++) {
+        PyObject *o = PyLong_FromSsize_t(v[k]);
+        if (o == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, o);
     }
-    for (int k = 0; k < 4; k++) {
-        PyObject *o = PyTuple_GET_ITEM(t, k);
-        Py_INCREF(o);
-        PyTuple_SET_ITEM(full, k, o);
-    }
-    Py_DECREF(t);
-    PyTuple_SET_ITEM(full, 4, yy);
     Py_INCREF(last);
-    PyTuple_SET_ITEM(full, 5, last);
-    return full;
+    PyTuple_SET_ITEM(t, 5, last);
+    return t;
 }
 
 /* Record one write of cells [first, stop) on row y: its span, then the write itself. */
@@ -573,9 +590,10 @@ take_paint(PyObject *text, int kind, const void *data, Py_ssize_t n, Py_ssize_t 
            Py_ssize_t columns, Py_ssize_t *x, Py_ssize_t y, PyObject **last, PyObject *writes,
            PyObject *spans)
 {
-    Py_ssize_t width, last_at, narrow_width, narrow_last, e;
-    e = paint_end(kind, data, n, *p, 0, &width, &last_at);
-    if (paint_end(kind, data, n, *p, 1, &narrow_width, &narrow_last) != e || *x + width > columns)
+    Py_ssize_t width, last_at, e;
+    int odd;
+    e = paint_end(kind, data, n, *p, 0, &width, &last_at, &odd);
+    if (odd || *x + width > columns)
         return 0;
     if (width > 0) {
         if (record(writes, spans, *p, e, *x, y, *last, *x, *x + width) < 0)
@@ -650,7 +668,7 @@ scan_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     while (p < n && PyList_GET_SIZE(spans) <= spans_max) {
         Py_UCS4 c = PyUnicode_READ(kind, data, p);
         Py_ssize_t i, a1, b1, a2 = -1, b2 = -1, s3, e3, width, last_at, e;
-        int taken;
+        int taken, odd;
         if (c == ESC ? p + 1 >= n || PyUnicode_READ(kind, data, p + 1) != '[' : !is_plain(c))
             break;  /* a control, or an ESC that starts no CSI */
         /* Alternative 1: CSI row [; column] H|f, then a narrow paint, then EL 0. */
@@ -667,7 +685,7 @@ scan_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             y = clamp_to(cup_number(kind, data, a1, b1) - 1, lines - 1);
             x = clamp_to((a2 < 0 ? 1 : cup_number(kind, data, a2, b2)) - 1, columns - 1);
             s3 = i + 1;
-            e3 = paint_end(kind, data, n, s3, 1, &width, &last_at);
+            e3 = paint_end(kind, data, n, s3, 1, &width, &last_at, &odd);
             s4 = e3;
             if (s4 + 2 < n && PyUnicode_READ(kind, data, s4) == ESC
                 && PyUnicode_READ(kind, data, s4 + 1) == '[') {
