@@ -257,6 +257,16 @@ Reader_init(Reader *r, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "capacity must be 64 KiB to 64 MiB");
         return -1;
     }
+    /* The thread reads before it polls, so a blocking read would hold it where a halt cannot
+     * reach it: the master is made non-blocking (the event loop reading it needs that too).
+     * A descriptor that is not open is left to the thread, which ends with EBADF. */
+    {
+        int flags = fcntl(fd, F_GETFL);
+        if (flags >= 0 && !(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+    }
     r->fd = fd;
     r->cap = (size_t)capacity;
     r->ring = PyMem_RawMalloc(r->cap);

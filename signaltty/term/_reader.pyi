@@ -7,7 +7,8 @@ class Reader:
     ``halt()`` stops the thread and waits for it (buffered bytes stay for ``take``);
     ``close()`` halts and drops them (the master stays open). ``wake_fd`` is readable while
     bytes are buffered or the thread ended by itself; ``end`` is 0, -1 after EOF, or the
-    errno that ended it (EIO: the terminal side was closed).
+    errno that ended it (EIO: the terminal side was closed). The master is made
+    non-blocking if it is not (the thread reads before it polls).
     """
 
     def __init__(self, fd: int, capacity: int) -> None: ...

@@ -314,3 +314,23 @@ def test_halt_and_close_from_several_threads_at_once_are_safe() -> None:
         finally:
             stop.set()
             writer.join()
+
+
+@needs_reader
+def test_a_blocking_master_is_made_non_blocking_so_a_halt_is_not_stuck_in_a_read() -> None:
+    from signaltty.term._reader import Reader
+
+    with _pty() as (master, _slave):
+        os.set_blocking(master, True)
+        reader = Reader(master, reader_thread.BUFFER_BYTES)
+        try:
+            assert not os.get_blocking(master)
+            time.sleep(0.05)  # the thread is waiting: nothing was written
+            done = threading.Event()
+            halter = threading.Thread(target=lambda: (reader.halt(), done.set()))
+            halter.start()
+            assert done.wait(5), "halt() is stuck behind a read of a quiet master"
+            halter.join()
+            assert not reader.running
+        finally:
+            reader.close()
