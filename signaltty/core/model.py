@@ -8,6 +8,7 @@ fields. Spec: protocol.md §4, desktop-and-service.md §8.1 (persisted vs runtim
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,9 @@ RUNTIME_PANE_FIELDS = frozenset(
 KINDS = ("claude", "codex", "opencode", "cursor", "pi", "generic", "none")
 
 
+# Every pane.updated formats the pane's five times again and four of them have not changed
+# (Codex retitles its pane 10×/s: 20 replayed panes, 80 records a second; issue 12).
+@functools.lru_cache(maxsize=1024)
 def iso(ts: float | None) -> str | None:
     """Format wall-clock seconds as RFC 3339 UTC with milliseconds
     (``2026-10-12T08:30:01.123Z``)."""
