@@ -879,8 +879,11 @@ class PaneRuntime(TerminalReplies):
 
     def stop_for_retry(self) -> None:
         """Stop reading and watching without closing the PTY (a restore that failed half
-        way starts again with the same master; issue 15)."""
+        way starts again with the same master; issue 15). A reader thread is closed too
+        (none can have started before the retry: the restore does not yield to the loop),
+        so that the runtime made by the retry is the master's only reader."""
         self._stop_reading()
+        self._drop_bulk_reader()
         if self.watcher is not None:
             self.watcher.close()
             self.watcher = None

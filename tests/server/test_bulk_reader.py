@@ -32,8 +32,9 @@ needs_reader = pytest.mark.skipif(
 
 @pytest.fixture(autouse=True)
 def _enabled(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The threads are off by default (term/reader_thread.py says why); these tests use
-    them, and one test hides the module to check the loop's own path."""
+    """The threads are on by default, unless ``SIGNALTTY_READER_THREADS=0`` is set for the
+    test run; these tests use them whatever the environment says, and one test hides the
+    module to check the loop's own path."""
     monkeypatch.setattr(reader_thread, "ENABLED", True)
 
 

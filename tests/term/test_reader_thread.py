@@ -30,7 +30,8 @@ needs_reader = pytest.mark.skipif(
 
 @pytest.fixture(autouse=True)
 def _enabled(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The threads are off by default (reader_thread.py says why); these tests use them."""
+    """The threads are on by default, unless ``SIGNALTTY_READER_THREADS=0`` is set for the test
+    run; these tests use them whatever the environment says."""
     monkeypatch.setattr(reader_thread, "ENABLED", True)
 
 
