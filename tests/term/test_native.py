@@ -214,7 +214,10 @@ ROW_PIECES = (
     # each edge of the narrow ranges (repaint.NARROW_RANGES, _native.c is_narrow)
     "\x1f", "\x20", "\x7e", "\x9f", "\xa0", "\xff", "\u0100", "\u200f", "\u2010", "\u2027",
     "\u2028", "\u218f", "\u2190", "\u21ff", "\u2200", "\u24ff", "\u2500", "\u259f", "\u25a0",
-    "\u27ff", "\u2800", "\u28ff", "\u2900",
+    "\u27ff", "\u2800", "\u28ff", "\u2900", "\u202f", "\u2030", "\u205e", "\u205f",
+    "\u23f3", "\u23f4", "\u23ff", "\u2400", "\u25fc", "\u25fd", "\u2721", "\u2722",
+    "\u2727", "\u2728", "\u2729", "\u274b", "\u274c", "\u2757", "\u2758", "\u2794",
+    "\u2795", "\u2733\ufe0f",
 )  # fmt: skip
 # The screen before the segment: plain, a wide character's right half on a row, a row whose
 # default cell is coloured, a coloured fill, the cursor's background coloured.
@@ -303,8 +306,13 @@ def test_native_codes_match_repaint() -> None:
         (0x20, 0x7E),
         (0xA0, 0xFF),
         (0x2010, 0x2027),
+        (0x2030, 0x205E),
         (0x2190, 0x21FF),
-        (0x2500, 0x259F),
+        (0x23F4, 0x23FF),
+        (0x2500, 0x25FC),
+        (0x2722, 0x2727),
+        (0x2729, 0x274B),
+        (0x2758, 0x2794),
         (0x2800, 0x28FF),
     )  # fmt: skip (the same ranges are written in _native.c's is_narrow)
 

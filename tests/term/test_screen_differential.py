@@ -331,12 +331,46 @@ def mixed(rng: random.Random, cols: int, rows: int) -> str:
     return "".join(parts)
 
 
+# Characters at each edge of repaint.NARROW_RANGES, in them (with agents' spinner and prompt
+# glyphs) and just out of them (wide, zero-width, combining).
+EDGE_NARROW = (
+    "\u2027\u202f\u2030\u203a\u205e\u23f4\u23f5\u23ff\u25a0\u25cf\u25fc\u2722\u2727"
+    "\u2729\u2733\u2736\u273b\u273d\u274b\u2758\u276f\u2794\u28ff\u00b7"
+)
+EDGE_ODD = "\u2028\u205f\u2060\u23f3\u2400\u25fd\u2721\u2728\u274c\u2757\u2795\ufe0f\u0301"
+
+
+def glyph_repaint(rng: random.Random, n: int, cols: int, rows: int) -> str:
+    """Spinner and status lines repainted in place (CUP, glyphs, sometimes EL) on the main
+    screen, then on the alternate one, with characters from each edge of the narrow ranges;
+    one line in 20 holds a character just outside them."""
+    out = []
+    for i in range(n):
+        if i == n // 2:
+            out.append(f"{ESC}[?1049h")
+        y = rng.randrange(1, min(rows, 4) + 1)
+        glyphs = "".join(rng.choice(EDGE_NARROW) for _ in range(rng.randint(1, 6)))
+        if rng.random() < 0.05:
+            glyphs += rng.choice(EDGE_ODD)
+        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 4)))
+        line = f"{glyphs} Doing… ({i}s · ↓ {i * 7} tokens) {words}"[: max(1, cols // 2)]
+        x = rng.choice((1, 1, 2, cols // 3))
+        erase = f"{ESC}[K" if rng.random() < 0.5 else ""  # without: a shorter line shows the tail
+        out.append(f"{ESC}[{y};{x}H{sgr(rng) if rng.random() < 0.3 else ''}{line}{erase}")
+        if rng.random() < 0.5:
+            out.append(f"{ESC}[{rows};3H")
+        else:  # the cursor stays where the glyphs left it: the next text goes on from there
+            out.append(rng.choice(EDGE_NARROW) + rng.choice(WORDS))
+    return "".join(out)
+
+
 STREAMS: dict[str, Callable[[random.Random, int, int], str]] = {
     "plain": lambda rng, c, r: plain_lines(rng, 1500, c),
     "sgr": lambda rng, c, r: sgr_lines(rng, 800, c),
     "tui_clear": lambda rng, c, r: tui(rng, 300, c, r, clear_every=5),
     "tui_repaint": lambda rng, c, r: tui(rng, 200, c, r, clear_every=None),
     "inplace_redraw": lambda rng, c, r: inplace_redraw(rng, 300, c),
+    "glyph_repaint": lambda rng, c, r: glyph_repaint(rng, 600, c, r),
     "mixed": mixed,
 }
 

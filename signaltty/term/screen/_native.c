@@ -426,9 +426,12 @@ harmless_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static inline int
 is_narrow(Py_UCS4 c)
 {
-    return (c >= 0x20 && c <= 0x7e) || (c >= 0xa0 && c <= 0xff) || (c >= 0x2010 && c <= 0x2027)
-        || (c >= 0x2190 && c <= 0x21ff) || (c >= 0x2500 && c <= 0x259f)
-        || (c >= 0x2800 && c <= 0x28ff);
+    if (c < 0x2010)
+        return (c >= 0x20 && c <= 0x7e) || (c >= 0xa0 && c <= 0xff);
+    return (c <= 0x2027) || (c >= 0x2030 && c <= 0x205e) || (c >= 0x2190 && c <= 0x21ff)
+        || (c >= 0x23f4 && c <= 0x23ff) || (c >= 0x2500 && c <= 0x25fc)
+        || (c >= 0x2722 && c <= 0x2727) || (c >= 0x2729 && c <= 0x274b)
+        || (c >= 0x2758 && c <= 0x2794) || (c >= 0x2800 && c <= 0x28ff);
 }
 
 /* The largest screen side these loops accept (the daemon's own limits are 500 x 200). */

@@ -58,10 +58,13 @@ from signaltty.term.screen.sgr import _PARAM_MAX
 from signaltty.term.screen.state import _ALT_MODES, HardenedScreen
 
 # The ranges TUIs draw with that are all one cell wide (ASCII, Latin-1, dashes and dots,
-# arrows, box drawing and blocks, braille; tests/term checks each against ``_WIDTH``): text
-# within them needs no width lookup per character, only C-speed regex classes.
+# quotes and primes (Codex's prompt ›), arrows, media controls (Claude Code's ⏵), box
+# drawing, blocks and geometric shapes (●), dingbats (Claude Code's spinner ✢✳✶✻✽, ❯),
+# braille; tests/term checks each against ``_WIDTH``): text within them needs no width
+# lookup per character, only C-speed regex classes and the native loop.
 NARROW_RANGES: Final = (
-    (0x20, 0x7E), (0xA0, 0xFF), (0x2010, 0x2027), (0x2190, 0x21FF), (0x2500, 0x259F),
+    (0x20, 0x7E), (0xA0, 0xFF), (0x2010, 0x2027), (0x2030, 0x205E), (0x2190, 0x21FF),
+    (0x23F4, 0x23FF), (0x2500, 0x25FC), (0x2722, 0x2727), (0x2729, 0x274B), (0x2758, 0x2794),
     (0x2800, 0x28FF),
 )  # fmt: skip
 _NARROW_CLASS: Final = "".join(f"{chr(a)}-{chr(b)}" for a, b in NARROW_RANGES)
