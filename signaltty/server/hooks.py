@@ -153,13 +153,17 @@ class HookService:
         if new:  # a crash right after a spawn must not forget the pane
             asyncio.get_running_loop().run_in_executor(None, self.records.write)
 
-    def record_adopted(self, adopted: frozenset[int]) -> None:
+    def record_adopted(
+        self, adopted: frozenset[int], children: frozenset[int] | None = None
+    ) -> None:
         """Persist this run's pane leaders and ``adopted`` orphans (blocking: the orphan
-        scan's thread, ``subreaper.OrphanReaper``). Terminals started for the person are
-        not orphans of a pane and are left out."""
+        scan's thread, ``subreaper.OrphanReaper``; ``children``: the daemon's unreaped
+        children, see ``PaneRecords.write``). Terminals started for the person are not
+        orphans of a pane and are left out."""
         people, ended = dict(self.facts.person_pids), dict(self.facts.person_ended)
         self.records.write(
-            pid for pid in adopted if not ancestry.person_process(pid, people, ended)
+            (pid for pid in adopted if not ancestry.person_process(pid, people, ended)),
+            children,
         )
 
     # ---------------------------------------------------------------- restart (issue 15)

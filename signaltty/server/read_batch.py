@@ -5,8 +5,10 @@ spinners at 10 fps are 2 000 wake-ups a second, each paying the loop's and the i
 cold start after the program's own turn on the CPU. ``ReadBatcher`` keeps such panes' masters
 in a private selector (epoll on Linux, kqueue on macOS) whose own descriptor the loop watches:
 the first output to arrive arms a ``READ_BATCH_S`` timer, and when it fires every master that
-is readable by then is read once, in one pass. Measured on 200 spinner PTYs: 27.5 µs of daemon
-CPU per read one by one, 17.6 µs in 10 ms rounds (issue 12, docs/benchmarks.md).
+is readable by then is read once, in one pass. Measured on 200 spinner PTYs: 27.5 µs of
+daemon CPU per read one by one, 17.6 µs in 10 ms rounds (issue 12, docs/benchmarks.md). A
+round that read something arms the next one itself; only a round that finds nothing to read
+goes back to watching the selector (session 19: one wake-up per round instead of two).
 
 Output is late by at most ``READ_BATCH_S``; the pump (``server/panes.py``) therefore reads a
 pane directly while a viewer or listener follows it or while it prints in bulk.
@@ -129,5 +131,12 @@ class ReadBatcher:
                 key.data()
             except Exception:  # noqa: BLE001 - one pane's fault must not cost the others their round
                 log.exception("read_batch.reader_failed", fd=key.fd)
-        if fd_map:
+        if not fd_map:
+            return
+        if ready:
+            # Output is flowing: the next round comes on the timer alone. Watching the
+            # selector again would cost the loop a second wake-up (and the watch's own
+            # set-up and teardown) for every round while every spinner keeps printing.
+            self._round = self._loop.call_later(self._delay_s, self._read_round)
+        else:
             self._watch()

@@ -44,9 +44,12 @@ def become_subreaper() -> bool:
 class OrphanReaper:
     """Reaps adopted orphans that exited, never a child some other code waits for."""
 
-    def __init__(self, record: Callable[[frozenset[int]], None] | None = None) -> None:
-        """``record`` is given the live adopted orphans after each scan (in the scan's
-        thread): the daemon persists them for the next run (``server.pane_records``)."""
+    def __init__(
+        self, record: Callable[[frozenset[int], frozenset[int]], None] | None = None
+    ) -> None:
+        """``record`` is given the live adopted orphans and every child of this process
+        (unreaped: their numbers are not free) after each scan, in the scan's thread: the
+        daemon persists the orphans for the next run (``server.pane_records``)."""
         self._seen: set[int] = set()
         self._record = record
         self.adopted: frozenset[int] = frozenset()
@@ -63,7 +66,8 @@ class OrphanReaper:
         """
         zombies: set[int] = set()
         live: set[int] = set()
-        for pid in _children():
+        kids = children()
+        for pid in kids:
             if pid in keep:
                 continue
             try:
@@ -75,7 +79,7 @@ class OrphanReaper:
                 continue
         self.adopted = frozenset(live)
         if self._record is not None:
-            self._record(self.adopted)
+            self._record(self.adopted, frozenset(kids))
         reaped = []
         for pid in zombies & self._seen:
             try:
@@ -106,7 +110,7 @@ def kill_adopted(keep: Container[int], spare: Callable[[int], bool]) -> list[int
     killed: list[int] = []
     for _ in range(3):  # a fork racing the first sweep is re-parented to us: sweep again
         targets: list[psutil.Process] = []
-        for pid in _children():
+        for pid in children():
             if pid in keep or spare(pid):
                 continue
             try:
@@ -131,13 +135,13 @@ def kill_adopted(keep: Container[int], spare: Callable[[int], bool]) -> list[int
 
 
 def _reap_zombies(keep: Container[int]) -> None:
-    for pid in _children():
+    for pid in children():
         if pid not in keep:
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, os.WNOHANG)
 
 
-def _children() -> set[int]:
+def children() -> set[int]:
     """This process's direct children. ``/proc/self/task/*/children`` costs one read per
     thread (the scan runs every few seconds, whatever the number of processes on the
     machine); where the kernel lacks it, psutil's walk of the whole process table."""

@@ -165,6 +165,58 @@ def test_without_masters_the_loop_watches_nothing(runner: str) -> None:
     RUNNERS[runner](scenario())
 
 
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_while_output_flows_rounds_follow_on_the_timer_and_a_quiet_round_watches_again(
+    runner: str,
+) -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        batcher = ReadBatcher(loop, selectors.DefaultSelector(), delay_s=0.02)
+        ptys = _Ptys(2)
+        reads: list[tuple[int, bytes]] = []
+        # (selector watched, next round armed) just after each round that read something
+        after_round: list[tuple[bool, bool]] = []
+
+        def note() -> None:
+            after_round.append((batcher._watching, batcher._round is not None))
+
+        def reader(i: int) -> Callable[[], None]:
+            def on_readable() -> None:
+                reads.append((i, os.read(ptys.master(i), 1024)))
+                loop.call_soon(note)  # runs after the round, before the next I/O poll
+
+            return on_readable
+
+        try:
+            for i in range(2):
+                batcher.add(ptys.master(i), reader(i))
+            assert batcher._watching
+            for n in range(10):  # a steady trickle on both, faster than the rounds
+                ptys.write(n % 2, b"%d;" % n)
+                await asyncio.sleep(0.005)
+            await _until(
+                lambda: (
+                    sum(len(d) for _, d in reads) == len(b"".join(b"%d;" % n for n in range(10)))
+                )
+            )
+            got = {i: b"".join(d for j, d in reads if j == i) for i in range(2)}
+            assert got == {0: b"0;2;4;6;8;", 1: b"1;3;5;7;9;"}
+            # a round that read arms the next one itself and leaves the selector unwatched
+            assert after_round
+            assert set(after_round) == {(False, True)}
+            # output stopped: a round finds nothing, and the selector is watched again
+            await _until(lambda: batcher._watching)
+            assert batcher._round is None
+            ptys.write(1, b"again")
+            await _until(lambda: reads[-1] == (1, b"again"))
+        finally:
+            ptys.close(batcher)
+        assert batcher._round is None
+        assert not batcher._watching
+
+    RUNNERS[runner](scenario())
+
+
 # ---------------------------------------------------------------- the pump
 
 

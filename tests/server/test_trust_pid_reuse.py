@@ -211,8 +211,9 @@ def _escaped_loop(d: DaemonProc, tmp_root: Path) -> tuple[int, Path]:
     # it drops SIGNALTTY_DAEMON too: its CLI then talks to whichever daemon listens (A8's
     # check binds a pane's CLI to the pane's daemon, and a restart replaces it)
     _shell_pane(
-        d, f"setsid -f env -u SIGNALTTY_PANE -u SIGNALTTY_DAEMON {sys.executable} {script} {log}; "
-        "exec sleep 600"
+        d,
+        f"setsid -f env -u SIGNALTTY_PANE -u SIGNALTTY_DAEMON {sys.executable} {script} {log}; "
+        "exec sleep 600",
     )
     pid = int(wait_until(lambda: _file_text(Path(f"{log}.pid")), 20))
     assert d.proc is not None
@@ -231,8 +232,13 @@ def test_escaped_loop_is_refused_after_a_daemon_crash(daemon: DaemonProc, tmp_ro
     first_run = psutil.Process(d.proc.pid).children(recursive=True)
     try:
         records = d.state_dir / "pane-processes.json"
-        wait_until(lambda: records.exists() and [pid, start_ticks(pid)] in json.loads(
-            records.read_text())["processes"], 15)
+        wait_until(
+            lambda: (
+                records.exists()
+                and [pid, start_ticks(pid)] in json.loads(records.read_text())["processes"]
+            ),
+            15,
+        )
         # a crash (or the pane's own `kill -9`): no shutdown runs, the loop is re-parented
         old = d.proc.pid
         d.proc.kill()
@@ -306,7 +312,8 @@ def test_cgroup_rule_off_is_told_on_a_v1_host(daemon: DaemonProc, tmp_root: Path
     assert ancestry.cgroup_rule_off_reason(str(v2)) is None
     here = ancestry.cgroup_rule_off_reason()
     logged = [
-        x for x in (daemon.state_dir / "signaltty.log").read_text().splitlines()
+        x
+        for x in (daemon.state_dir / "signaltty.log").read_text().splitlines()
         if "daemon.cgroup_rule_off" in x
     ]
     assert len(logged) == (0 if here is None else 1)
@@ -340,3 +347,49 @@ def test_a_hostile_records_file_is_dropped(
     finally:
         d.stop()
         assert not d.kill_leftovers()
+
+
+def test_a_pane_leader_whose_number_comes_back_is_recorded_with_its_own_start(
+    tmp_path: Path,
+) -> None:
+    """A new pane that gets an old pane's pid replaces that pane's record; the orphan scan's
+    unreaped children are not read again, and a leader that is no child any more and whose
+    number now names another process is dropped."""
+    need_root()
+    from signaltty.server.pane_records import FILE_NAME, PaneRecords
+
+    def rows() -> list[list[int]]:
+        return json.loads((tmp_path / FILE_NAME).read_text())["processes"]
+
+    def gone(proc: subprocess.Popen[bytes], ticks: int) -> None:
+        proc.kill()
+        proc.wait()
+        # start times have clock-tick resolution: the next process must start a tick later
+        wait_until(lambda: boot_ticks_now() > ticks + 1, 5)
+
+    records = PaneRecords(tmp_path)
+    first = subprocess.Popen(["sleep", "60"])
+    ticks = start_ticks(first.pid)
+    assert ticks is not None
+    assert records.note_leader(first.pid)
+    assert not records.note_leader(first.pid)  # the same process twice: nothing new
+    records.write()
+    assert rows() == [[first.pid, ticks]]
+    pid = first.pid
+    gone(first, ticks)
+    with process_at(pid) as second:
+        later = start_ticks(pid)
+        assert later is not None
+        assert later != ticks
+        # listed as an unreaped child: its number cannot have been reused, nothing is read
+        records.write((), frozenset({pid}))
+        assert rows() == [[pid, ticks]]
+        # a new pane got the number: its own start replaces the old record
+        assert records.note_leader(pid)
+        records.write((), frozenset({pid}))
+        assert rows() == [[pid, later]]
+        gone(second, later)
+    with process_at(pid):
+        # no child any more, and the number names another process: the record goes
+        records.write((), frozenset())
+        assert rows() == []
