@@ -87,6 +87,10 @@ class Bus:
         for ev in self._any_waiters:
             ev.set()
 
+    def has_output_waiters(self, pane_id: str) -> bool:
+        """Whether someone waits for this pane's output (the pump then reads it promptly)."""
+        return pane_id in self._output_waiters
+
     def poke_output(self, pane_id: str) -> None:
         """Wake the output waiters of a pane: it printed, or its screen took in what it
         printed. State waiters sleep on (their conditions change only with state events)."""

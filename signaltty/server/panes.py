@@ -2,8 +2,9 @@
 
 One ``PaneRuntime`` per pane that has (or had) a process in this daemon instance. The pump is
 event driven (``loop.add_reader`` on the master, or ``read_batch`` rounds for panes nobody
-follows live and that do not print in bulk, or a native reader thread's wake pipe for a
-few panes that do, ``term/reader_thread.py``): each read of at most 64 KiB is scanned for
+follows live and that do not print in bulk — 10 ms rounds, 250 ms once nobody has talked to
+the program for 2 s — or a native reader thread's wake pipe for a few panes that do print in
+bulk, ``term/reader_thread.py``): each read of at most 64 KiB is scanned for
 OSC/BEL items, answered queries go back to the PTY at once, the bytes go to the raw ring, the
 viewers and the screen's pending buffer, and the items are applied through ``core.rules``.
 The screen is fed by a separate drain task in ≤ 16 KiB slices with a yield between slices; when
@@ -64,6 +65,11 @@ _DRAIN_NOW = 16 * 1024
 # (not in ``read_batch`` rounds) until no read this large came for BULK_HOLD_S seconds.
 _BULK_READ = 2048
 _BULK_HOLD_S = 0.25
+# A batched pane moves to the slow lane (``read_batch.SLOW_BATCH_S`` rounds) once this long has
+# passed since it started, was written to, resized, asked the terminal something or had an
+# output waiter: a program that answers input or waits for a reply is read within 10 ms, one
+# that only redraws a spinner is read 4 times a second (a screen rule looks every 500 ms).
+_SLOW_AFTER_S = 2.0
 # A read that held this many items (OSC sequences, BELs, queries: ~25 µs each to scan and
 # apply) makes the next read of the pane take at most _DENSE_READ_BYTES: a loop turn then
 # spends ~1 ms instead of ~4 ms on such a pane, and another pane's request waits that long
@@ -112,7 +118,11 @@ class PaneRuntime(TerminalReplies):
         self._reading = False
         # ``read_batch``: the master is read in rounds (None: the platform has no batcher)
         self._batcher = read_batch.for_loop(self._loop)
+        self._slow_batcher = read_batch.for_loop(self._loop, read_batch.SLOW_BATCH_S)
         self._batched = False
+        self._slow = False  # batched in the slow lane
+        self._fast_until = time.monotonic() + _SLOW_AFTER_S
+        self._read_by: read_batch.ReadBatcher | None = None  # the batcher holding the master
         self._direct_until = 0.0  # bulk output: read directly until then (monotonic s)
         # bulk output: a thread reads the master and the loop takes from it (reader_thread)
         self._bulk_reader: BulkReader | None = None
@@ -190,8 +200,10 @@ class PaneRuntime(TerminalReplies):
             if self._bulk_reader is not None:
                 self._loop.add_reader(self._bulk_reader.wake_fd, self._on_readable)
             elif self._batched:
-                assert self._batcher is not None
-                self._batcher.add(fd, self._on_readable)
+                batcher = self._slow_batcher if self._slow else self._batcher
+                assert batcher is not None
+                batcher.add(fd, self._on_readable)
+                self._read_by = batcher
             else:
                 self._loop.add_reader(fd, self._on_readable)
             self._reading = True
@@ -202,9 +214,9 @@ class PaneRuntime(TerminalReplies):
             if self._bulk_reader is not None:
                 with contextlib.suppress(ValueError, OSError):
                     self._loop.remove_reader(self._bulk_reader.wake_fd)
-            elif self._batched:
-                assert self._batcher is not None
-                self._batcher.remove(fd)
+            elif self._read_by is not None:
+                self._read_by.remove(fd)
+                self._read_by = None
             else:
                 with contextlib.suppress(ValueError, OSError):
                     self._loop.remove_reader(fd)
@@ -213,8 +225,21 @@ class PaneRuntime(TerminalReplies):
     @property
     def reads_batched(self) -> bool:
         """True while the master is read in ``read_batch`` rounds (output up to
-        ``READ_BATCH_S`` late), False while it is read as soon as output arrives."""
+        ``READ_BATCH_S`` late, ``SLOW_BATCH_S`` in the slow lane), False while it is read as
+        soon as output arrives."""
         return self._reading and self._batched
+
+    @property
+    def reads_slowly(self) -> bool:
+        """True while the master is read in the slow lane's rounds (``_SLOW_AFTER_S``)."""
+        return self._reading and self._batched and self._slow
+
+    def stay_fast(self) -> None:
+        """Someone talks to the program (input, a resize, a terminal query, an output
+        waiter): read it in the fast rounds for the next ``_SLOW_AFTER_S`` seconds."""
+        self._fast_until = time.monotonic() + _SLOW_AFTER_S
+        if self._slow:
+            self._choose_reader(0)
 
     @property
     def reads_by_thread(self) -> bool:
@@ -239,12 +264,18 @@ class PaneRuntime(TerminalReplies):
             and not self.viewers
             and not self._output_listeners
         )
-        if batched != self._batched and self._reading:
+        slow = (
+            batched
+            and self._slow_batcher is not None
+            and now >= self._fast_until
+            and not self.store.bus.has_output_waiters(self.pane.id)
+        )
+        if (batched != self._batched or slow != self._slow) and self._reading:
             self._stop_reading()
-            self._batched = batched
+            self._batched, self._slow = batched, slow
             self._start_reading()
         else:
-            self._batched = batched
+            self._batched, self._slow = batched, slow
 
     def _on_readable(self) -> None:
         try:
@@ -316,7 +347,7 @@ class PaneRuntime(TerminalReplies):
             return
         reading = self._reading
         self._stop_reading()
-        self._batched = False
+        self._batched = self._slow = False
         self._bulk_reader = reader
         if reading:  # paused (the screen is behind): the thread reads on meanwhile
             self._start_reading()
@@ -644,6 +675,7 @@ class PaneRuntime(TerminalReplies):
         Raises:
             SignalttyError: ``TIMEOUT`` / ``PANE_EXITED`` with ``details.written_bytes``.
         """
+        self.stay_fast()  # the program's answer is read within a fast round
         deadline = self._loop.time() + budget_s
         try:
             async with asyncio.timeout(budget_s):
@@ -710,6 +742,7 @@ class PaneRuntime(TerminalReplies):
 
     def resize(self, cols: int, rows: int) -> None:
         """TIOCSWINSZ (the kernel sends SIGWINCH) plus the screen model."""
+        self.stay_fast()  # the program redraws for the new size
         self.settle_now()
         self.screen.resize(cols, rows)
         self.pane.cols, self.pane.rows = cols, rows

@@ -29,27 +29,34 @@ log = structlog.get_logger("signaltty.read_batch")
 
 # How long the first readable master of a round waits for others (seconds).
 READ_BATCH_S: Final = 0.010
+# The slow lane's rounds (seconds): panes that keep printing small amounts while nobody
+# follows them or writes to them (the pump decides, ``server/panes.py``). A spinner at 10 fps
+# is then read 4 times a second, 2.5 frames at a time, instead of once per frame: the daemon
+# spent 14 % of a core on 200 such panes with 10 ms rounds and 9 % with 250 ms (session 19).
+SLOW_BATCH_S: Final = 0.250
 
-_BATCHERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ReadBatcher | None] = (
+_BATCHERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[float, ReadBatcher | None]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def for_loop(loop: asyncio.AbstractEventLoop) -> ReadBatcher | None:
-    """The loop's batcher, made on first use; None where the platform's selector has no
-    descriptor of its own to watch (then every pane is read directly)."""
+def for_loop(loop: asyncio.AbstractEventLoop, delay_s: float = READ_BATCH_S) -> ReadBatcher | None:
+    """The loop's batcher with rounds of ``delay_s`` (``READ_BATCH_S`` or ``SLOW_BATCH_S``),
+    made on first use; None where the platform's selector has no descriptor of its own to
+    watch (then every pane is read directly)."""
+    batchers = _BATCHERS.setdefault(loop, {})
     try:
-        return _BATCHERS[loop]
+        return batchers[delay_s]
     except KeyError:
         pass
     selector = selectors.DefaultSelector()
     # A weak proxy: the batcher is the value of a weak-keyed table, and a strong reference to
     # its key would keep every loop (and its selector's descriptor) alive for good.
     weak_loop = cast("asyncio.AbstractEventLoop", weakref.proxy(loop))
-    batcher = ReadBatcher(weak_loop, selector) if hasattr(selector, "fileno") else None
+    batcher = ReadBatcher(weak_loop, selector, delay_s) if hasattr(selector, "fileno") else None
     if batcher is None:
         selector.close()
-    _BATCHERS[loop] = batcher
+    batchers[delay_s] = batcher
     return batcher
 
 

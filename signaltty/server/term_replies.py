@@ -112,6 +112,8 @@ class TerminalReplies:
 
         def _schedule_drain(self) -> None: ...
 
+        def stay_fast(self) -> None: ...
+
         async def write_input(self, data: bytes, budget_s: float) -> int: ...
 
     def _answer_queries(self, items: list[Any], chunk: bytes) -> int:
@@ -132,6 +134,7 @@ class TerminalReplies:
         queries = [item for item in items if isinstance(item, osc.Query)]
         if not queries:
             return 0
+        self.stay_fast()  # a program that asks the terminal may ask again and wait
         job = ReplyJob(queries, chunk, self.output_offset, bool(self.viewers), self.proc)
         self._reply_job = job
         try:

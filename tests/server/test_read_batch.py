@@ -311,6 +311,98 @@ async def test_the_pump_reads_quiet_panes_in_rounds_and_followed_or_bulk_ones_di
         rt.close()
 
 
+# Prints a numbered line every 20 ms; after ``$ASK_AT`` seconds asks for the cursor position
+# once (DSR 6), as a program that asks the terminal something mid-run does.
+_ASKER = r"""
+import os, sys, time
+ask_at = time.monotonic() + float(os.environ["ASK_AT"])
+asked = False
+i = 0
+while True:
+    if not asked and time.monotonic() >= ask_at:
+        sys.stdout.write("\x1b[6n")
+        asked = True
+    sys.stdout.write(f"line {i}\n")
+    sys.stdout.flush()
+    i += 1
+    time.sleep(0.02)
+"""
+
+
+async def _started(script: str, env: dict[str, str] | None = None) -> tuple[Store, PaneRuntime]:
+    store = Store(Bus())
+    pane = _pane()
+    store.panes[pane.id] = pane
+    rt = PaneRuntime(store, pane)
+    proc = ptymod.spawn(
+        [sys.executable, "-c", script], env={**os.environ, **(env or {})}, cwd="/", cols=80, rows=24
+    )
+    rt.start(proc)
+    return store, rt
+
+
+def _last_line_number(rt: PaneRuntime) -> int:
+    rt.settle_now()
+    numbers = [int(r.split()[1]) for r in rt.screen.peek_rows() if r.startswith("line ")]
+    return max(numbers, default=-1)
+
+
+async def test_a_pane_that_only_prints_moves_to_the_slow_lane_until_someone_talks_to_it() -> None:
+    store, rt = await _started(_PRINTER)
+    try:
+        await _until(lambda: rt.reads_batched and rt.output_offset > 200)
+        assert not rt.reads_slowly  # a new pane: fast rounds while it starts
+        await _until(lambda: rt.reads_slowly, within_s=15)
+        # read 4 times a second now, and nothing is lost on the way
+        seen = _last_line_number(rt)
+        await _until(lambda: _last_line_number(rt) >= seen + 20)
+        assert rt.output_offset == len(rt.raw)
+
+        # input: the answer is read in the fast rounds at once
+        await rt.write_input(b"hello\n", 5.0)
+        assert rt.reads_batched
+        assert not rt.reads_slowly
+        await _until(lambda: rt.reads_slowly, within_s=15)
+
+        # a client waiting for output: fast rounds while it waits (also without the nudge
+        # the handler gives, from the next read on)
+        ev = store.bus.waiter(rt.pane.id, output=True)
+        await _until(lambda: not rt.reads_slowly)
+        await asyncio.sleep(2.5)
+        assert not rt.reads_slowly
+        store.bus.drop_waiter(rt.pane.id, ev)
+        await _until(lambda: rt.reads_slowly)
+
+        # resized: the program redraws, read at once
+        rt.resize(100, 30)
+        assert not rt.reads_slowly
+        assert rt.reads_batched
+    finally:
+        with contextlib.suppress(Exception):
+            await rt.write_input(b"quit\n", 5.0)
+        await rt.wait_exit(10)
+        rt.close()
+
+
+async def test_a_terminal_query_takes_a_slow_pane_back_to_the_fast_rounds() -> None:
+    store, rt = await _started(_ASKER, {"ASK_AT": "4"})
+    lanes: list[bool] = []
+    try:
+        await _until(lambda: rt.reads_slowly, within_s=15)
+        # the query comes at 4 s: fast rounds from that read on, and slow again 2 s later
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not (False in lanes and lanes[-1]):
+            lanes.append(rt.reads_slowly)
+            await asyncio.sleep(0.01)
+        assert False in lanes
+        assert lanes[-1]
+        assert b"\x1b[6n" in bytes(rt.raw)
+    finally:
+        rt.send_signal(9, group=True)
+        await rt.wait_exit(10)
+        rt.close()
+
+
 @pytest.mark.parametrize("runner", sorted(RUNNERS))
 def test_a_closed_loop_takes_its_batcher_and_descriptor_with_it(runner: str) -> None:
     import gc

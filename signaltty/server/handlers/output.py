@@ -111,6 +111,7 @@ class OutputHandlers:
         if p.new_only:
             return await self._wait_new_output(rt, matcher, deadline)
         ev = self.store.bus.waiter(rt.pane.id, output=True)
+        rt.stay_fast()  # out of the slow lane while a client waits (panes.py)
         try:
             while True:
                 ev.clear()
