@@ -27,7 +27,17 @@ from signaltty.proto.client import Client, ConnectError
 MB = 1_000_000  # all MB figures of the benchmarks are 10^6 bytes
 
 # Environment variables of the caller that would change how the private daemon behaves.
-_DROP_ENV = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "TMUX")
+# PS1 too: a venv's activate script exports "(.venv) " where PS1 was empty, and the panes'
+# `bash --norc -i` would show that prompt, which the benches' prompt checks do not know.
+_DROP_ENV = (
+    "NOTIFY_SOCKET",
+    "WATCHDOG_USEC",
+    "WATCHDOG_PID",
+    "LISTEN_FDS",
+    "LISTEN_PID",
+    "TMUX",
+    "PS1",
+)
 # The daemon's engine switches, passed on so that a run can compare them (every other
 # SIGNALTTY_* variable of the caller's is dropped: the bench daemon is private).
 KEEP_ENV = ("SIGNALTTY_READER_THREADS", "SIGNALTTY_PURE_PYTHON")

@@ -234,6 +234,12 @@ class PaneRuntime(TerminalReplies):
         """True while the master is read in the slow lane's rounds (``_SLOW_AFTER_S``)."""
         return self._reading and self._batched and self._slow
 
+    def catch_up(self) -> None:
+        """Read what waits on a master read in rounds now (one read, up to the read limit):
+        a ``pane.read`` shows what the program printed so far, not the last round's state."""
+        if self.reads_batched:
+            self._on_readable()
+
     def stay_fast(self) -> None:
         """Someone talks to the program (input, a resize, a terminal query, an output
         waiter): read it in the fast rounds for the next ``_SLOW_AFTER_S`` seconds."""

@@ -357,6 +357,19 @@ async def test_a_pane_that_only_prints_moves_to_the_slow_lane_until_someone_talk
         seen = _last_line_number(rt)
         await _until(lambda: _last_line_number(rt) >= seen + 20)
         assert rt.output_offset == len(rt.raw)
+        # a reader catches up first: what waits on the master is read at once (the offset
+        # is compared across the call alone; a round may have just emptied the master, so
+        # a few tries)
+        caught = False
+        for _ in range(50):
+            await asyncio.sleep(0.03)
+            before = rt.output_offset
+            rt.catch_up()
+            if rt.output_offset > before:
+                caught = True
+                break
+        assert caught
+        assert rt.reads_slowly  # a read is no talk to the program
 
         # input: the answer is read in the fast rounds at once
         await rt.write_input(b"hello\n", 5.0)

@@ -36,6 +36,7 @@ class OutputHandlers:
 
     async def read(self, conn: Client | None, p: P.PaneRead) -> dict[str, Any]:
         rt = self.panes.runtime(p.pane_id)
+        rt.catch_up()  # a pane read in rounds: what it printed since the last round too
         mode = p.mode or "tail"
         if mode == "screen":
             await rt.settle()
