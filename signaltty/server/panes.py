@@ -253,14 +253,17 @@ class PaneRuntime(TerminalReplies):
         ``term/reader_thread.py``) and the loop takes its output from that thread."""
         return self._bulk_reader is not None
 
-    def _choose_reader(self, size: int) -> None:
+    def _choose_reader(self, size: int, *, full: bool = False) -> None:
         """Read in ``read_batch`` rounds unless someone follows the pane live (a viewer or an
-        output listener) or it prints in bulk (a read of ``_BULK_READ`` or more, until
+        output listener) or it prints in bulk (a read of ``_BULK_READ`` or more, or one that
+        filled its limit — ``full``: a stream dense with OSC sequences is read 1 KiB at a
+        time, and in rounds it would crawl at 4 KiB a second in the slow lane — until
         ``_BULK_HOLD_S`` without one): those are read as soon as output arrives."""
         now = time.monotonic()
-        if size >= _BULK_READ:
+        if full or size >= _BULK_READ:
             self._direct_until = now + _BULK_HOLD_S
-            if self._bulk_reader is None and reader_thread.ENABLED:  # off: no call per read
+            # off: no call per read; a dense stream's 1 KiB reads stay on the loop
+            if size >= _BULK_READ and self._bulk_reader is None and reader_thread.ENABLED:
                 self._begin_bulk_reader()
         if self._bulk_reader is not None:
             return
@@ -324,7 +327,7 @@ class PaneRuntime(TerminalReplies):
                 # the wake pipe went quiet with the last byte: nothing would call again
                 self._end_bulk_reader()
             return len(data)
-        self._choose_reader(len(data))
+        self._choose_reader(len(data), full=len(data) >= limit)
         return len(data)
 
     # ---------------------------------------------------------------- bulk reader thread

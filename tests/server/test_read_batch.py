@@ -217,6 +217,43 @@ def test_while_output_flows_rounds_follow_on_the_timer_and_a_quiet_round_watches
     RUNNERS[runner](scenario())
 
 
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_a_long_round_lets_the_loop_run_before_it_reads_the_rest(runner: str) -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        batcher = ReadBatcher(loop, selectors.DefaultSelector(), delay_s=0.02)
+        ptys = _Ptys(8)
+        order: list[str] = []
+
+        def reader(i: int) -> Callable[[], None]:
+            def on_readable() -> None:
+                os.read(ptys.master(i), 1024)
+                order.append(f"read {i}")
+                if len(order) == 1:
+                    loop.call_soon(order.append, "loop")  # a request arriving meanwhile
+                end = time.perf_counter() + 0.004  # a costly pane: 4 ms of work
+                while time.perf_counter() < end:
+                    pass
+
+            return on_readable
+
+        try:
+            for i in range(8):
+                batcher.add(ptys.master(i), reader(i))
+            for i in range(8):
+                ptys.write(i, b"x")
+            await _until(lambda: sum(1 for o in order if o.startswith("read")) == 8)
+            await asyncio.sleep(0.01)
+            # every master read once, and the loop ran before the round had read them all
+            assert sorted(o for o in order if o != "loop") == [f"read {i}" for i in range(8)]
+            assert order.count("loop") == 1
+            assert 0 < order.index("loop") < len(order) - 1
+        finally:
+            ptys.close(batcher)
+
+    RUNNERS[runner](scenario())
+
+
 # ---------------------------------------------------------------- the pump
 
 
@@ -393,6 +430,41 @@ async def test_a_pane_that_only_prints_moves_to_the_slow_lane_until_someone_talk
     finally:
         with contextlib.suppress(Exception):
             await rt.write_input(b"quit\n", 5.0)
+        await rt.wait_exit(10)
+        rt.close()
+
+
+# Prints a dot every 100 ms for ``$DENSE_AT`` seconds (the slow lane), then 40 titles in one
+# write (a read with that many OSC items is capped at 1 KiB next time), then ``$TITLES`` more
+# titles as fast as the PTY takes them, then "done".
+_DENSE = r"""
+import os, sys, time
+end = time.monotonic() + float(os.environ["DENSE_AT"])
+while time.monotonic() < end:
+    sys.stdout.write("."); sys.stdout.flush(); time.sleep(0.1)
+sys.stdout.write("".join(f"\x1b]0;t{i}\x07" for i in range(40))); sys.stdout.flush()
+time.sleep(0.3)
+sys.stdout.write("".join(f"\x1b]0;t{i:05d}\x07" for i in range(int(os.environ["TITLES"]))))
+sys.stdout.write("done\n")
+sys.stdout.flush()
+time.sleep(60)
+"""
+
+
+async def test_a_flood_dense_with_osc_in_the_slow_lane_is_read_directly() -> None:
+    titles = 4000  # 11 bytes each: 44 KB, 44 reads of 1 KiB (11 s in 250 ms rounds)
+    store, rt = await _started(_DENSE, {"DENSE_AT": "3", "TITLES": str(titles)})
+    try:
+        await _until(lambda: rt.reads_slowly, within_s=15)
+        await _until(lambda: b"t00000" in bytes(rt.raw), within_s=15)
+        started = time.monotonic()
+        await _until(lambda: b"done" in bytes(rt.raw)[-64:], within_s=30)
+        # a read that filled its 1 KiB limit took it out of the rounds: the program is not
+        # held to 1 KiB per 250 ms round (11 s for these 44 KB; well under 1 s read directly)
+        assert time.monotonic() - started < 5
+        assert rt.pane.title == f"t{titles - 1:05d}"
+    finally:
+        rt.send_signal(9, group=True)
         await rt.wait_exit(10)
         rt.close()
 
