@@ -413,7 +413,13 @@ class PaneRuntime(TerminalReplies):
 
     def _process(self, data: bytes) -> None:
         items = self.scanner.feed(data)
-        self._read_limit = _DENSE_READ_BYTES if len(items) >= _DENSE_ITEMS else PTY_READ_BYTES
+        if len(items) >= _DENSE_ITEMS:
+            self._read_limit = _DENSE_READ_BYTES
+            # a stream dense with OSC stays in the fast rounds: read 250 ms at a time, 100
+            # such panes made the slow lane's rounds bursts the loop waited 30-110 ms on
+            self._fast_until = time.monotonic() + _SLOW_AFTER_S
+        else:
+            self._read_limit = PTY_READ_BYTES
         prefed = self._answer_queries(items, data) if items else 0
         self._append_raw(data)
         self.pane.last_activity_at = time.time()
