@@ -378,6 +378,14 @@ async def _started(script: str, env: dict[str, str] | None = None) -> tuple[Stor
     return store, rt
 
 
+async def _stop(rt: PaneRuntime) -> None:
+    """A test's cleanup: kill the pane's program, wait for its exit, close the pane."""
+    with contextlib.suppress(ProcessLookupError):
+        rt.send_signal(9, group=True)
+    await rt.wait_exit(10)
+    rt.close()
+
+
 def _last_line_number(rt: PaneRuntime) -> int:
     rt.settle_now()
     numbers = [int(r.split()[1]) for r in rt.screen.peek_rows() if r.startswith("line ")]
@@ -428,10 +436,7 @@ async def test_a_pane_that_only_prints_moves_to_the_slow_lane_until_someone_talk
         assert not rt.reads_slowly
         assert rt.reads_batched
     finally:
-        with contextlib.suppress(Exception):
-            await rt.write_input(b"quit\n", 5.0)
-        await rt.wait_exit(10)
-        rt.close()
+        await _stop(rt)
 
 
 # Prints a dot every 100 ms for ``$DENSE_AT`` seconds (the slow lane), then 40 titles in one
@@ -464,9 +469,7 @@ async def test_a_flood_dense_with_osc_in_the_slow_lane_is_read_directly() -> Non
         assert time.monotonic() - started < 5
         assert rt.pane.title == f"t{titles - 1:05d}"
     finally:
-        rt.send_signal(9, group=True)
-        await rt.wait_exit(10)
-        rt.close()
+        await _stop(rt)
 
 
 async def test_a_terminal_query_takes_a_slow_pane_back_to_the_fast_rounds() -> None:
@@ -483,9 +486,7 @@ async def test_a_terminal_query_takes_a_slow_pane_back_to_the_fast_rounds() -> N
         assert lanes[-1]
         assert b"\x1b[6n" in bytes(rt.raw)
     finally:
-        rt.send_signal(9, group=True)
-        await rt.wait_exit(10)
-        rt.close()
+        await _stop(rt)
 
 
 @pytest.mark.parametrize("runner", sorted(RUNNERS))
