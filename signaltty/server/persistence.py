@@ -45,6 +45,7 @@ from signaltty.system.statefile import (
     NotRegularFile,
     TooLarge,
     atomic_write,
+    atomic_write_many,
     move_aside,
     read_bounded,
     read_tail,
@@ -406,6 +407,10 @@ def _repair_workspaces(out: Restored, raw_records: list[Any]) -> None:
             taken.add(ws.handle)
 
 
+def _tail_bytes(text: str) -> bytes:
+    return cap_tail(text).encode("utf-8", "replace")
+
+
 def write_snapshot(state_dir: Path, data: bytes, tails: dict[str, str], keep: set[str]) -> None:
     """Worker-thread part of a save: snapshot, changed tails, removal of stale tails.
 
@@ -418,8 +423,8 @@ def write_snapshot(state_dir: Path, data: bytes, tails: dict[str, str], keep: se
         move_aside(hist)  # a file, FIFO or symlink planted there (attack pass 4, N5)
     if tails or keep:
         hist.mkdir(mode=0o700, exist_ok=True)
-    for pane_id, text in tails.items():
-        atomic_write(hist / f"{pane_id}.tail", cap_tail(text).encode("utf-8", "replace"))
+    if tails:
+        atomic_write_many(hist, {f"{pid}.tail": _tail_bytes(text) for pid, text in tails.items()})
     if hist.is_dir():
         for entry in hist.iterdir():
             if entry.suffix == ".tail" and entry.stem not in keep:

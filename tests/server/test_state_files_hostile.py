@@ -156,6 +156,37 @@ def test_atomic_write_replaces_links_and_fifos_never_through_them(tmp_path: Path
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_atomic_write_many_replaces_in_batches_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    """The tails' batched write (issue 12): more files than one batch keeps open, with a
+    symlink, a FIFO and a directory planted among them; then a batch that fails half way."""
+    fds_before = len(os.listdir("/proc/self/fd"))
+    target = tmp_path / "victim"
+    target.write_bytes(b"keep")
+    (tmp_path / "f007").symlink_to(target)
+    os.mkfifo(tmp_path / "f070")
+    (tmp_path / "f130").mkdir()
+    files = {f"f{i:03d}": f"content {i}".encode() for i in range(150)}
+    statefile.atomic_write_many(tmp_path, files)
+    for name, data in files.items():
+        assert stat.S_ISREG(os.lstat(tmp_path / name).st_mode), name
+        assert (tmp_path / name).read_bytes() == data
+    assert target.read_bytes() == b"keep"
+    assert any(p.name.startswith("f130.bad-") for p in tmp_path.iterdir())
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    # The second batch cannot create a temp file for "missing/x": the first batch is in
+    # place, nothing of the second is, and no temp file or descriptor is left.
+    files = {f"g{i:03d}": b"new" for i in range(70)}
+    files["missing/x"] = b"never"
+    files.update({f"h{i:03d}": b"new" for i in range(5)})
+    with pytest.raises(FileNotFoundError):
+        statefile.atomic_write_many(tmp_path, files)
+    names = {p.name for p in tmp_path.iterdir()}
+    assert {f"g{i:03d}" for i in range(64)} <= names
+    assert not {f"g{i:03d}" for i in range(64, 70)} & names
+    assert not [n for n in names if n.endswith(".tmp") or n.startswith("h")]
+    assert len(os.listdir("/proc/self/fd")) == fds_before
+
+
 @pytest.mark.parametrize("kind", ["fifo", "devzero", "dir", "sparse"])
 def test_hostile_tail_is_not_read(tmp_path: Path, kind: str) -> None:
     """A pane's tail file that is a FIFO / link to /dev/zero / directory / huge sparse file:
