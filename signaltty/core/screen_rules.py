@@ -21,6 +21,7 @@ import regex
 from regex import Pattern
 
 from signaltty.core.regex_cost import CostError, CostLimits, expanded_size
+from signaltty.core.regex_literals import RequiredText, fold, required_text
 
 STATES: Final = ("working", "blocked", "idle", "hold")
 # Regions whose text is a list of screen lines (agents.md §5.2).
@@ -208,6 +209,8 @@ class _Regions:
     _cache: dict[tuple[str, int | None], str | None] = field(default_factory=dict)
     # the lines of each line region before its ``lines`` cut (several rules share a region)
     _slices: dict[str, list[str]] = field(default_factory=dict)
+    # ``regex_literals.fold`` of each region text a case-insensitive prefilter looked at
+    _folded: dict[str, str] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         if self._lines is None:
@@ -224,6 +227,13 @@ class _Regions:
         if key not in self._cache:
             self._cache[key] = self._compute(region, n)
         return self._cache[key]
+
+    def folded(self, text: str) -> str:
+        """``regex_literals.fold(text)``, once per distinct region text."""
+        out = self._folded.get(text)
+        if out is None:
+            out = self._folded[text] = fold(text)
+        return out
 
     def _compute(self, region: str, n: int | None) -> str | None:
         if region == "title":
@@ -266,7 +276,32 @@ def _slice(region: str, lines: list[str]) -> list[str]:
     raise ValueError(f"unknown region {region!r}")
 
 
-def _search(pattern: Pattern[str], text: str, deadline: float) -> bool:
+# pattern text → what every match of it contains (None: no prefilter); bounded, see _required
+_REQUIRED: dict[str, RequiredText | None] = {}
+_REQUIRED_MAX: Final = 4096
+
+
+def _required(pattern: Pattern[str]) -> RequiredText | None:
+    text = pattern.pattern
+    try:
+        return _REQUIRED[text]
+    except KeyError:
+        if len(_REQUIRED) >= _REQUIRED_MAX:
+            _REQUIRED.clear()  # manifests reloaded many times: start again
+        found = _REQUIRED[text] = required_text(text)
+        return found
+
+
+def _search(pattern: Pattern[str], text: str, regions: _Regions) -> bool:
+    """Whether ``pattern`` matches ``text`` (a region text of ``regions``): skipped when a run
+    every match needs is missing (``regex_literals``, a search's time limit costs 4× the
+    search), else searched under what is left of the time limits."""
+    required = _required(pattern)
+    if required is not None and not required.may_match(
+        text, regions.folded(text) if required.fold else None
+    ):
+        return False
+    deadline = regions.deadline
     remaining = deadline - time.perf_counter()
     if remaining <= 0:
         raise TimeoutError("evaluation budget used up")
@@ -279,12 +314,11 @@ def rule_matches(rule: ScreenRule, regions: _Regions) -> bool:
     text = regions.text(rule.region, rule.lines)
     if text is None:
         return False
-    deadline = regions.deadline
-    if rule.regex and not any(_search(p, text, deadline) for p in rule.regex):
+    if rule.regex and not any(_search(p, text, regions) for p in rule.regex):
         return False
-    if not all(_search(p, text, deadline) for p in rule.all):
+    if not all(_search(p, text, regions) for p in rule.all):
         return False
-    return not any(_search(p, text, deadline) for p in rule.not_)
+    return not any(_search(p, text, regions) for p in rule.not_)
 
 
 def evaluate(
