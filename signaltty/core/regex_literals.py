@@ -76,12 +76,15 @@ def fold(text: str) -> str:
     return out
 
 
-def required_text(pattern: str) -> RequiredText | None:
+def required_text(pattern: str, *, ignore_case: bool = False) -> RequiredText | None:
     """The runs of plain characters outside any group, class or repeat that every match of
     ``pattern`` contains, or ``None`` when there is none or the pattern is not read exactly.
 
     Args:
-        pattern: a pattern ``re.compile`` accepts (the caller checked it).
+        pattern: a pattern ``re.compile`` accepts (the caller checked it), compiled without
+            the verbose flag (an inline ``(?x)`` is read here).
+        ignore_case: it is compiled with the ignore-case flag (an inline ``(?i)`` is read
+            here).
     """
     if _VERBOSE_ANYWHERE.search(pattern):
         return None
@@ -90,7 +93,7 @@ def required_text(pattern: str) -> RequiredText | None:
         if not set(m[1]) <= _FLAG_LETTERS:
             return None
         at = m.end()
-    ignore_case = _IGNORECASE_ANYWHERE.search(pattern) is not None
+    ignore_case = ignore_case or _IGNORECASE_ANYWHERE.search(pattern) is not None
     runs = _top_level_runs(pattern, at, ignore_case)
     if runs is None:
         return None

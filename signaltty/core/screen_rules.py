@@ -276,19 +276,25 @@ def _slice(region: str, lines: list[str]) -> list[str]:
     raise ValueError(f"unknown region {region!r}")
 
 
-# pattern text → what every match of it contains (None: no prefilter); bounded, see _required
-_REQUIRED: dict[str, RequiredText | None] = {}
+# (pattern text, flags) → what every match contains (None: no prefilter); bounded, see _required
+_REQUIRED: dict[tuple[str, int], RequiredText | None] = {}
 _REQUIRED_MAX: Final = 4096
+# Compile flags the prefilter does not read from a pattern's text: no prefilter with these.
+_UNREAD_FLAGS: Final = regex.VERBOSE | regex.VERSION1
 
 
 def _required(pattern: Pattern[str]) -> RequiredText | None:
-    text = pattern.pattern
+    key = (pattern.pattern, pattern.flags)
     try:
-        return _REQUIRED[text]
+        return _REQUIRED[key]
     except KeyError:
         if len(_REQUIRED) >= _REQUIRED_MAX:
             _REQUIRED.clear()  # manifests reloaded many times: start again
-        found = _REQUIRED[text] = required_text(text)
+        found = None
+        if not pattern.flags & _UNREAD_FLAGS:
+            # ``flags`` holds the inline ones too; IGNORECASE may also come from compile()
+            found = required_text(key[0], ignore_case=bool(pattern.flags & regex.IGNORECASE))
+        _REQUIRED[key] = found
         return found
 
 

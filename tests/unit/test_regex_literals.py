@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import Any
 
 import pytest
 import regex
@@ -18,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from signaltty.core.regex_literals import RequiredText, fold, required_text
+from signaltty.core.screen_rules import ScreenRule, ScreenView, compile_pattern, evaluate
 
 
 @pytest.mark.parametrize(
@@ -256,3 +258,23 @@ def test_generated_patterns_never_rule_out_a_match() -> None:
     _never_rules_out_a_match()
     assert _seen["filtered"] > 1000
     assert _seen["matched"] > 200
+
+
+# --- the screen rules' use -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        # flags given to compile(), not written in the pattern: read from ``Pattern.flags``
+        (regex.compile("esc to cancel", flags=regex.IGNORECASE | regex.VERSION0), "ESC TO CANCEL"),
+        (regex.compile("esc to cancel", flags=regex.VERBOSE | regex.VERSION0), "esctocancel"),
+        (regex.compile("esc to cancel", flags=regex.VERSION1), "esc to cancel"),
+        (compile_pattern("(?i)esc to cancel"), "Esc To Cancel"),
+    ],
+)
+def test_rules_match_whatever_flags_their_patterns_have(pattern: Any, text: str) -> None:
+    rule = ScreenRule("r", "working", region="screen", all=(pattern,))
+    assert evaluate([rule], ScreenView([text])).winner == 0
+    other = ScreenRule("r", "working", region="screen", all=(pattern,))
+    assert evaluate([other], ScreenView(["something else"])).winner is None
