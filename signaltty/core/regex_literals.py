@@ -18,8 +18,9 @@ checks this against generated patterns and texts and against every bundled rule 
 
 Case-insensitive patterns keep only ASCII runs, lower-cased, and are compared with
 ``fold(text)``: the ``regex`` library matches an ASCII letter with its other case and with
-exactly three other characters, ``İ`` (U+0130) for ``i``, ``ſ`` (U+017F) for ``s`` and the
-Kelvin sign (U+212A) for ``k`` (found by trying every code point; the test repeats it).
+exactly four other characters, ``İ`` (U+0130) for ``i``, ``ı`` (U+0131) for ``I``, ``ſ``
+(U+017F) for ``s`` and the Kelvin sign (U+212A) for ``k`` (found by trying every code point;
+the test repeats it).
 """
 
 from __future__ import annotations
@@ -69,10 +70,13 @@ class RequiredText:
 def fold(text: str) -> str:
     """``text`` lower-cased so that an ASCII run of a case-insensitive pattern occurs in it
     wherever the ``regex`` library would match it: ``casefold`` (which maps ``ſ`` and the
-    Kelvin sign to ASCII), and ``İ``, which it turns into ``i`` + U+0307, back to ``i``."""
+    Kelvin sign to ASCII); ``İ``, which it turns into ``i`` + U+0307, back to ``i``; and the
+    dotless ``ı``, which it keeps, to ``i`` (``regex`` matches it with ``I``, not with ``i``)."""
     out = text.casefold()
     if "\u0307" in out:
         out = out.replace("i\u0307", "i")
+    if "\u0131" in out:
+        out = out.replace("\u0131", "i")
     return out
 
 
@@ -139,6 +143,14 @@ def _top_level_runs(pattern: str, at: int, ignore_case: bool) -> list[str] | Non
                 continue
             else:
                 literal = esc
+        elif pattern.startswith("(?#", at):
+            # A comment is nothing at all: a repeat after it repeats the item before it
+            # (``ab(?#c)?`` matches "a"), so neither the run nor ``taken`` change.
+            end = pattern.find(")", at)
+            if end < 0:
+                return None
+            at = end + 1
+            continue
         elif char in "[(":
             skip = _class_end(pattern, at) if char == "[" else _group_end(pattern, at)
             if skip is None:

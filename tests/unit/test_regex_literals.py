@@ -46,6 +46,12 @@ from signaltty.core.screen_rules import ScreenRule, ScreenView, compile_pattern,
         # non-ASCII characters of a case-insensitive pattern are left out
         (r"(?i)─── Doing…", (" doing",), True),
         (r"─── Doing…", ("─── Doing…",), False),
+        # a comment is nothing: a repeat after it repeats the character before it (attack
+        # pass and new-user pass, session 20)
+        (r"colou(?#british u optional)?r check", ("r check", "colo"), False),
+        (r"abcd(?#x)*efg", ("abc", "efg"), False),
+        (r"abc(?#x)def", ("abcdef",), False),
+        (r"abcd(?#x)(?#y){0}efg", ("abc", "efg"), False),
         # only the longest two runs are kept
         (r"aaaa.bbb.ccccc", ("ccccc", "aaaa"), False),
     ],
@@ -84,27 +90,46 @@ def test_may_match() -> None:
 
 
 def test_fold_covers_every_character_regex_matches_to_an_ascii_letter() -> None:
-    """Every code point that ``(?i)[a-z]`` matches folds to the ASCII letter it matches."""
-    letters = regex.compile(r"(?i)[a-z]", flags=regex.VERSION0)
+    """Every code point that ``(?i)[a-z]`` or ``(?i)[A-Z]`` matches (they differ: ``İ`` is
+    only in the first, ``ı`` only in the second) folds to the ASCII letter it matches, in
+    one case or the other."""
+    lower = regex.compile(r"(?i)[a-z]", flags=regex.VERSION0)
+    upper = regex.compile(r"(?i)[A-Z]", flags=regex.VERSION0)
     found = {}
     for cp in range(sys.maxunicode + 1):
         ch = chr(cp)
-        if 0xD800 <= cp <= 0xDFFF or not letters.fullmatch(ch):
+        if 0xD800 <= cp <= 0xDFFF or not (lower.fullmatch(ch) or upper.fullmatch(ch)):
             continue
         folded = fold(ch)
         assert len(folded) == 1, hex(cp)
         assert folded.isascii(), hex(cp)
         assert folded.isalpha(), hex(cp)
-        assert regex.fullmatch(f"(?i){folded}", ch, flags=regex.VERSION0), hex(cp)
+        assert regex.fullmatch(f"(?i){folded}", ch, flags=regex.VERSION0) or regex.fullmatch(
+            f"(?i){folded.upper()}", ch, flags=regex.VERSION0
+        ), hex(cp)
         if not ch.isascii():
             found[ch] = folded
-    # the three the module names: İ, long s, Kelvin sign
-    assert found == {"\u0130": "i", "\u017f": "s", "\u212a": "k"}
+    # the four the module names: İ, dotless ı, long s, Kelvin sign
+    assert found == {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
+    # and each matches a literal letter of a pattern, not only a class
+    for ch, letter in found.items():
+        assert regex.search(f"(?i)x{letter}y|x{letter.upper()}y", f"x{ch}y", flags=regex.VERSION0)
 
 
 def test_fold_keeps_runs_contiguous() -> None:
     assert "dir" in fold("D\u0130R")
     assert "ask" in fold("A\u017f\u212a")
+    assert "this" in fold("th\u0131s")
+
+
+def test_upper_case_i_in_a_pattern_matches_dotless_i() -> None:
+    """``(?i)I`` matches ``ı`` in the ``regex`` library (attack pass, session 20)."""
+    pattern = r"(?i)RUN THIS COMMAND"
+    text = "Run th\u0131s command"
+    assert regex.search(pattern, text, flags=regex.VERSION0)
+    required = required_text(pattern)
+    assert required is not None
+    assert required.may_match(text)
 
 
 # --- generated patterns and texts ---------------------------------------------------------
@@ -197,7 +222,7 @@ _MATCHES = {
     "$": ["", "\n"],
     "{}": ["{}"],
 }
-_SWAPS = {"s": "\u017f", "k": "\u212a", "i": "\u0130", "K": "\u212a", "I": "\u0130"}
+_SWAPS = {"s": "\u017f", "k": "\u212a", "i": "\u0130", "K": "\u212a", "I": "\u0131", "S": "\u017f"}
 
 
 @st.composite
@@ -278,3 +303,19 @@ def test_rules_match_whatever_flags_their_patterns_have(pattern: Any, text: str)
     assert evaluate([rule], ScreenView([text])).winner == 0
     other = ScreenRule("r", "working", region="screen", all=(pattern,))
     assert evaluate([other], ScreenView(["something else"])).winner is None
+
+
+def test_folding_counts_against_the_evaluation_budget() -> None:
+    """200 case-insensitive rules, each over a different region of a screen of 200 lines of
+    1 000 ``İ``: every rule is skipped by the prefilter, but folding 200 texts of up to
+    200 000 characters takes seconds; the evaluation stops at its budget and reports the
+    rules it did not get to (attack pass, session 20: 0.5 s loop stalls)."""
+    pattern = compile_pattern("(?i)approve this")
+    rules = [
+        ScreenRule(f"r{n}", "blocked", region="bottom", lines=n, all=(pattern,))
+        for n in range(1, 201)
+    ]
+    view = ScreenView(["\u0130" * 1000] * 200)
+    result = evaluate(rules, view)
+    assert result.winner is None
+    assert result.timed_out, "the budget never stopped the evaluation"
