@@ -72,6 +72,11 @@ _TAIL_SAVE_S = 10.0
 # (desktop-and-service.md §3.1), and a snapshot step cut off by its timeout writes nothing.
 _FINAL_SETTLE_PANE_S = 2.0
 _FINAL_SETTLE_S = 5.0
+# A periodic save's share of that, in total: a pane that prints a little and that nobody
+# reads keeps its output pending (it waits for a reader or the sweep; a pane with no screen
+# rules has no sweep), so its tail would stay empty until shutdown, and a crash lost it
+# (attack pass, session 20). The settle yields between pieces, so the loop goes on.
+_TAIL_SETTLE_S = 0.25
 _KILL_AFTER_S = 3.0
 _CLOSE_KILL_AFTER_S = 5.0
 # after the last pane close, collect and trim once (a burst of closes costs one pass)
@@ -972,24 +977,26 @@ class Daemon:
         tail_texts: dict[str, str] = {}
         offsets: dict[str, int] = {}
         if self.config.persistence.save_tails and tails:
-            # What the screens hold now, without applying pending bytes: that parse (up to
-            # ~128 KiB a pane, seconds of scroll-heavy output) would block the loop. The offset
-            # recorded is the one the tail reflects, so a later round saves what was pending.
-            # At shutdown the tails are completed first, yielding, bounded per pane and in total.
+            # Pending bytes are applied first, yielding between pieces, bounded per pane and
+            # in total (``_FINAL_SETTLE_S`` at shutdown, ``_TAIL_SETTLE_S`` otherwise); the
+            # tail is then what the screen holds, and the offset recorded is the one it
+            # reflects, so a later round saves what was still pending.
             loop = asyncio.get_running_loop()
-            final_by = loop.time() + _FINAL_SETTLE_S
+            final_by = loop.time() + (_FINAL_SETTLE_S if self.shutting_down else _TAIL_SETTLE_S)
             for pane_id, rt in list(self.runtimes.items()):
                 if (
                     rt.output_offset != self._saved_offsets.get(pane_id, 0)
                     or pane_id not in self._saved_offsets
                 ):
                     left = min(_FINAL_SETTLE_PANE_S, final_by - loop.time())
-                    if self.shutting_down and not self._hurry and left > 0:
+                    if rt.screen.pending and not self._hurry and left > 0:
                         try:
                             async with asyncio.timeout(left):
                                 await rt.settle()
                         except TimeoutError:
-                            log.warning("snapshot.tail_incomplete", pane_id=pane_id)
+                            # periodic saves in a flood cut it short every time: not news
+                            report = log.warning if self.shutting_down else log.debug
+                            report("snapshot.tail_incomplete", pane_id=pane_id)
                     offsets[pane_id] = rt.screen_offset
                     tail_texts[pane_id], _ = rt.tail_text(5000, apply_pending=False)
         keep = set(store.panes) if self.config.persistence.save_tails else set()
