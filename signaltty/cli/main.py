@@ -194,7 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--agent", help="catalog agent id instead of a command")
     _launch_flags(sp)
     _env_flag(sp)
-    sp.add_argument("--hint")
+    sp.add_argument(
+        "--hint",
+        metavar="KIND",
+        help="agent kind the program is (claude, codex, ...: `signaltty agents list`), for a "
+        "wrapper script the process name does not reveal; its screen rules then apply",
+    )
     sp.add_argument("--label")
     sp.add_argument("--parent-pane")
     sp.add_argument("--relationship", choices=["fork", "subagent"])
@@ -1138,6 +1143,13 @@ def _pane(args: argparse.Namespace, cl: Client) -> int:
                 "env": _env_param(args),
             },
         )
+        if args.hint and r["pane"].get("agent", {}).get("kind") == "none":
+            # the protocol reads an unknown hint as no agent (protocol.md §5 pane.spawn)
+            print(
+                f"signaltty: warning: no agent kind {args.hint!r} (signaltty agents list): "
+                "the pane gets no agent's rules",
+                file=sys.stderr,
+            )
         return _out(args, r, r["pane"]["id"])
     if sub == "split":
         argv = _split_tail(args)

@@ -66,6 +66,20 @@ def test_relative_cwd_is_read_against_the_commands_directory(daemon):
     assert str(daemon.root / "missing") in r.stderr
 
 
+def test_an_unknown_agent_hint_is_warned_about(daemon):
+    """The protocol reads an unknown hint as no agent; the CLI says so (new-user pass,
+    session 20: a typo gave a pane with no rules and no word about it)."""
+    ws = jcli(daemon, "new", "--name", "h", "--", PY, "-c", "pass")["workspace_id"]
+    typo = daemon.cli("--json", "pane", "spawn", "--workspace", ws, "--hint", "claudee", "--", "true")
+    assert typo.returncode == 0
+    assert json.loads(typo.stdout)["pane"]["agent"]["kind"] == "none"
+    assert "no agent kind 'claudee'" in typo.stderr
+    known = daemon.cli("--json", "pane", "spawn", "--workspace", ws, "--hint", "claude", "--", "true")
+    assert known.returncode == 0
+    assert json.loads(known.stdout)["pane"]["agent"]["kind"] == "claude"
+    assert known.stderr == ""
+
+
 def test_errors_and_exit_codes(daemon):
     r = daemon.cli("pane", "get", "pane_nope")
     assert r.returncode == 1
