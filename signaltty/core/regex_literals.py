@@ -232,9 +232,7 @@ def _group_end(pattern: str, at: int) -> int | None:
             end = pattern.find(")", j)  # a comment ends at the first ")"
             if end < 0:
                 return None
-            j = end + 1
-            if depth == 0:
-                return j
+            j = end + 1  # (a comment at the top level never gets here: it is no group)
         elif c == "(":
             depth += 1
             j += 1
